@@ -1,0 +1,276 @@
+/*
+ * pcoll: collectives for data-parallel training that keeps going when some
+ * workers are slow.  One public header; every function returns a status
+ * (PCOLL_SUCCESS == 0, negative on error) unless it says otherwise.
+ *
+ *   pcoll_t *ctx;
+ *   pcoll_init(MPI_COMM_WORLD, &ctx);           // dup the comm, start progress
+ *   pcoll_allreduce(ctx, grad, grad_sum, n, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
+ *   pcoll_finalize(&ctx);
+ *
+ * Threading: a context may be used from any application thread, but a given
+ * request or partial object from one thread at a time.  All library MPI
+ * traffic runs on the context's progress thread, on a private duplicate of the
+ * user's communicator, so MPI must provide MPI_THREAD_MULTIPLE.
+ */
+#ifndef PCOLL_H
+#define PCOLL_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PCOLL_API __attribute__((visibility("default")))
+#else
+#define PCOLL_API
+#endif
+
+#define PCOLL_VERSION_MAJOR 0
+#define PCOLL_VERSION_MINOR 1
+#define PCOLL_VERSION_PATCH 0
+
+/* ---- status codes -------------------------------------------------------- */
+
+typedef enum pcoll_status {
+    PCOLL_SUCCESS = 0,
+    PCOLL_ERR_NULL = -1,         /* a required pointer argument is NULL       */
+    PCOLL_ERR_ARG = -2,          /* an argument has an invalid value          */
+    PCOLL_ERR_COUNT = -3,        /* element count invalid or bytes overflow   */
+    PCOLL_ERR_DTYPE = -4,        /* unknown data type                         */
+    PCOLL_ERR_OP = -5,           /* unknown reduction operation               */
+    PCOLL_ERR_GROUP = -6,        /* bad group map: duplicate / out-of-range
+                                    ranks, empty, or caller not a member      */
+    PCOLL_ERR_THREAD_LEVEL = -7, /* MPI does not provide MPI_THREAD_MULTIPLE  */
+    PCOLL_ERR_MPI = -8,          /* an MPI call failed                        */
+    PCOLL_ERR_NOMEM = -9,        /* out of memory                             */
+    PCOLL_ERR_CONFIG = -10,      /* a PCOLL_* environment variable is invalid */
+    PCOLL_ERR_STATE = -11,       /* object in the wrong state (e.g. in use by
+                                    another thread, finalized)                */
+    PCOLL_ERR_LIMIT = -12,       /* a resource is exhausted (e.g. tag space)  */
+    PCOLL_ERR_INTERNAL = -13     /* a bug in pcoll: please report it          */
+} pcoll_status_t;
+
+/* Short description of a status code (never NULL). */
+PCOLL_API const char *pcoll_strerror(int status);
+
+/* The detailed message of the last error raised in the calling thread, naming
+ * the offending argument or variable ("" if none yet). */
+PCOLL_API const char *pcoll_last_error(void);
+
+/* ---- logging ------------------------------------------------------------- */
+
+typedef enum pcoll_log_level {
+    PCOLL_LOG_NONE = 0,
+    PCOLL_LOG_ERROR = 1,
+    PCOLL_LOG_WARN = 2, /* default: errors returned to the caller are logged */
+    PCOLL_LOG_INFO = 3,
+    PCOLL_LOG_DEBUG = 4
+} pcoll_log_level_t;
+
+/* Process-wide; the initial value comes from PCOLL_LOG_LEVEL
+ * (none|error|warn|info|debug or 0-4). */
+PCOLL_API int pcoll_set_log_level(pcoll_log_level_t level);
+PCOLL_API pcoll_log_level_t pcoll_get_log_level(void);
+
+/* ---- data types and operations ------------------------------------------- */
+
+typedef enum pcoll_dtype {
+    PCOLL_FLOAT32 = 0,
+    PCOLL_FLOAT64 = 1,
+    PCOLL_INT32 = 2,
+    PCOLL_INT64 = 3
+} pcoll_dtype_t;
+
+typedef enum pcoll_op {
+    PCOLL_SUM = 0,
+    PCOLL_AVG = 1 /* sum, then divided by the group size (integer types:
+                     C division, truncating toward zero) */
+} pcoll_op_t;
+
+/* Size in bytes of one element, 0 for an unknown type. */
+PCOLL_API size_t pcoll_dtype_size(pcoll_dtype_t dtype);
+PCOLL_API const char *pcoll_dtype_name(pcoll_dtype_t dtype);
+
+/* Pass as sendbuf to reduce in place in recvbuf (sendbuf == recvbuf works too). */
+PCOLL_API extern const char pcoll_in_place_marker;
+#define PCOLL_IN_PLACE ((const void *)&pcoll_in_place_marker)
+
+/* ---- context ------------------------------------------------------------- */
+
+typedef struct pcoll_ctx pcoll_t;
+
+/* Collective over comm.  Duplicates comm, checks that MPI provides
+ * MPI_THREAD_MULTIPLE (initializing MPI with it when the caller has not
+ * initialized MPI; pcoll_finalize then finalizes MPI), reads the PCOLL_*
+ * environment variables and starts the progress thread. */
+PCOLL_API int pcoll_init(MPI_Comm comm, pcoll_t **ctx);
+
+/* Collective.  Waits for the operations in flight, stops the progress thread,
+ * frees the duplicate communicator and sets *ctx to NULL. */
+PCOLL_API int pcoll_finalize(pcoll_t **ctx);
+
+PCOLL_API int pcoll_rank(const pcoll_t *ctx); /* rank in the context's communicator */
+PCOLL_API int pcoll_size(const pcoll_t *ctx);
+
+/* Progress-thread idle policy (PCOLL_SPIN_US, PCOLL_POLL_MAX_US): after the
+ * last activity the thread polls for spin_us, then sleeps with growing pauses
+ * of at most max_sleep_us while it waits for messages, and sleeps until woken
+ * when nothing at all is outstanding. */
+PCOLL_API int pcoll_set_progress_policy(pcoll_t *ctx, int spin_us, int max_sleep_us);
+
+/* ---- synchronous allreduce on any group ---------------------------------- */
+
+typedef enum pcoll_allreduce_algo {
+    PCOLL_ALGO_AUTO = 0,     /* choose by message size and group size        */
+    PCOLL_ALGO_RECDBL = 1,   /* recursive doubling (latency-bound sizes)     */
+    PCOLL_ALGO_RABENSEIFNER = 2, /* reduce-scatter + allgather by halving    */
+    PCOLL_ALGO_RING = 3      /* ring reduce-scatter + ring allgather         */
+} pcoll_allreduce_algo_t;
+
+/* Force an algorithm (PCOLL_ALGO_AUTO restores the automatic choice).  The
+ * initial value comes from PCOLL_ALLREDUCE_ALGO=auto|recdbl|rabenseifner|ring. */
+PCOLL_API int pcoll_set_allreduce_algo(pcoll_t *ctx, pcoll_allreduce_algo_t algo);
+
+/* Messages of at most this many bytes use recursive doubling under AUTO
+ * (PCOLL_ALLREDUCE_SMALL_BYTES). */
+PCOLL_API int pcoll_set_allreduce_small_bytes(pcoll_t *ctx, size_t bytes);
+
+/* The algorithm a call with these sizes would use now. */
+PCOLL_API pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size);
+PCOLL_API const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo);
+
+/*
+ * A group map is an ordered list of distinct ranks of the context's
+ * communicator (group == NULL: all ranks in rank order, group_size ignored).
+ * Every member calls with the same list, count, type and op; operations on
+ * one group must be started in the same order at every member.  Operations
+ * on different groups may be in flight at once in any order.
+ */
+PCOLL_API int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                    pcoll_dtype_t dtype, pcoll_op_t op, const int *group, int group_size);
+
+typedef struct pcoll_request pcoll_request_t;
+
+/* Buffers must stay valid and untouched until the request completes. */
+PCOLL_API int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                     pcoll_dtype_t dtype, pcoll_op_t op, const int *group, int group_size,
+                     pcoll_request_t **req);
+
+/* *flag = 1 when complete; a completed request is freed and *req set to NULL.
+ * The status returned is the operation's. */
+PCOLL_API int pcoll_test(pcoll_request_t **req, int *flag);
+PCOLL_API int pcoll_wait(pcoll_request_t **req);
+
+/* ---- partial allreduce (eager-SGD) --------------------------------------- */
+
+typedef enum pcoll_partial_kind {
+    PCOLL_PARTIAL_SOLO = 0,     /* the first rank to arrive starts a round   */
+    PCOLL_PARTIAL_MAJORITY = 1, /* round r starts when initiator(r) arrives;
+                                   initiators drawn from a shared seed       */
+    PCOLL_PARTIAL_QUORUM = 2    /* round r starts once `quorum` ranks arrived */
+} pcoll_partial_kind_t;
+
+typedef enum pcoll_contrib_mode {
+    PCOLL_ACCUMULATE = 0, /* contributions add up until a round takes them,
+                             results of all rounds since the last call are
+                             summed into out (gradients: nothing is lost)     */
+    PCOLL_REPLACE = 1     /* a contribution replaces the previous one and
+                             stays until replaced; out is the latest round's
+                             result (models)                                  */
+} pcoll_contrib_mode_t;
+
+typedef struct pcoll_partial_config {
+    pcoll_partial_kind_t kind;
+    int quorum;                /* QUORUM: ranks needed, 1 <= quorum <= P      */
+    pcoll_contrib_mode_t mode;
+    int sync_every;            /* tau: every tau-th round is synchronous
+                                  (all ranks arrive); 0 = never              */
+    uint64_t seed;             /* MAJORITY initiator sequence                 */
+} pcoll_partial_config_t;
+
+/* SOLO, ACCUMULATE, quorum 1, sync_every 0, seed 1. */
+PCOLL_API void pcoll_partial_config_default(pcoll_partial_config_t *cfg);
+
+/* Parse "solo", "majority" or "quorum:Q" into cfg->kind / cfg->quorum. */
+PCOLL_API int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg);
+
+typedef struct pcoll_partial pcoll_partial_t;
+
+/* What one call delivered.  Round numbers count from 0 per object. */
+typedef struct pcoll_partial_info {
+    uint64_t rounds;        /* rounds whose results this call delivered       */
+    uint64_t first_round;   /* valid when rounds > 0                          */
+    uint64_t last_round;
+    int active;             /* active ranks in the last round: ranks waiting
+                               in the library when the round took their data  */
+    int active_min;         /* the fewest active ranks in any covered round   */
+    uint64_t active_total;  /* active ranks summed over the covered rounds    */
+    uint64_t contributions; /* contributions summed into the covered rounds
+                               (ACCUMULATE: calls; REPLACE: one per rank)     */
+    int own_included;       /* this call's contribution is in the result      */
+    int root;               /* rank that started the last round               */
+    int synchronous;        /* the last round was synchronous (tau or flush)  */
+} pcoll_partial_info_t;
+
+/* Collective over the context (every rank, same order, same arguments).
+ * count >= 1 elements of dtype. */
+PCOLL_API int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype,
+                         const pcoll_partial_config_t *cfg, pcoll_partial_t **p);
+
+/*
+ * Contribute and collect (DESIGN section 4):
+ *  1. contribution is added (ACCUMULATE) or copied (REPLACE) into the pending
+ *     buffer;
+ *  2. if rounds completed since the previous call, return their results at
+ *     once (own_included = 0: the contribution waits for a later round);
+ *  3. else if a round is in progress here, wait for it;
+ *  4. else this rank is active for the next round: SOLO starts it, MAJORITY
+ *     starts it if this rank is its initiator, QUORUM reports the arrival to
+ *     the leader; wait until it completes (own_included = 1).
+ * out (count elements) receives in ACCUMULATE mode the sum of the results of
+ * every round delivered, in REPLACE mode the latest one.  contribution may be
+ * NULL to contribute nothing.  info may be NULL.
+ */
+PCOLL_API int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *out,
+                            pcoll_partial_info_t *info);
+
+/* Collective: runs a synchronous round that takes every pending contribution
+ * and returns, like pcoll_partial_allreduce, every round not yet delivered. */
+PCOLL_API int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info);
+
+/* Collective: drains the rounds in flight, frees the object, sets *p = NULL.
+ * Undelivered results are discarded (flush first to keep them). */
+PCOLL_API int pcoll_partial_free(pcoll_partial_t **p);
+
+/* One completed round, as seen by an observer. */
+typedef struct pcoll_round {
+    uint64_t round;
+    int root;
+    int active;
+    uint64_t contributions;
+    int synchronous;
+    const void *result; /* count elements; valid only during the callback */
+    size_t count;
+    pcoll_dtype_t dtype;
+} pcoll_round_t;
+
+typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
+
+/* Called on the progress thread at every completed round, in round order.
+ * Keep it short; it must not call pcoll.  NULL removes the observer. */
+PCOLL_API int pcoll_partial_set_observer(pcoll_partial_t *p, pcoll_round_observer_t fn, void *arg);
+
+/* initiator(r) of a MAJORITY object: a seeded random permutation of the ranks
+ * per block of P rounds, so every rank initiates equally often. */
+PCOLL_API int pcoll_partial_initiator(const pcoll_partial_t *p, uint64_t round);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PCOLL_H */

@@ -1,0 +1,101 @@
+/*
+ * Allreduce: algorithm choice, schedule assembly, and the pieces the three
+ * algorithms share (folding a non-power-of-two group, averaging).
+ *
+ *   fold (n = 6 -> p = 4, r = 2):     i:  0   1   2   3   4   5
+ *                                         |-->+   |-->+   |   |    pre-step
+ *                                     v:      0       1   2   3
+ *                                         ... allreduce among v ...
+ *                                         +<--|   +<--|            post-step
+ */
+#include "allreduce.h"
+
+pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t small_bytes, size_t bytes, int n)
+{
+    if (forced != PCOLL_ALGO_AUTO) return forced;
+    if (n <= 2 || bytes <= small_bytes) return PCOLL_ALGO_RECDBL;
+    if ((n & (n - 1)) == 0) return PCOLL_ALGO_RABENSEIFNER;
+    return PCOLL_ALGO_RING;
+}
+
+int pc_allreduce_build(const pc_allreduce_spec_t *sp, pcoll_allreduce_algo_t algo, pc_sched_t **out)
+{
+    pc_sched_t *s = pc_sched_new();
+    if (!s) return PCOLL_ERR_NOMEM;
+    size_t bytes = sp->count * pcoll_dtype_size(sp->dtype);
+    if (sp->count == 0) {
+        /* nothing to do: an empty schedule completes at once */
+    } else if (sp->n == 1) {
+        int last = sp->inplace ? -1 : pc_sched_copy(s, pc_ref(PC_SLOT_OUT, 0), pc_ref(PC_SLOT_IN, 0), bytes);
+        (void)last; /* dividing by a group of one changes nothing */
+    } else {
+        switch (algo) {
+        case PCOLL_ALGO_RABENSEIFNER: pc_build_rabenseifner(s, sp); break;
+        case PCOLL_ALGO_RING: pc_build_ring(s, sp); break;
+        default: pc_build_recdbl(s, sp); break;
+        }
+    }
+    int rc = pc_sched_commit(s);
+    if (rc != PCOLL_SUCCESS) {
+        pc_sched_free(s);
+        return rc;
+    }
+    *out = s;
+    return PCOLL_SUCCESS;
+}
+
+void pc_fold_init(pc_fold_t *f, int n, int me)
+{
+    f->p = 1;
+    f->k = 0;
+    while (f->p * 2 <= n) {
+        f->p *= 2;
+        f->k++;
+    }
+    f->r = n - f->p;
+    f->partner = -1;
+    f->extra = 0;
+    if (me < 2 * f->r) {
+        f->extra = (me % 2 == 0);
+        f->partner = f->extra ? me + 1 : me - 1;
+        f->v = me / 2;
+    } else {
+        f->v = me - f->r;
+    }
+}
+
+int pc_fold_index(const pc_fold_t *f, int v) { return v < f->r ? 2 * v + 1 : v + f->r; }
+
+int pc_fold_pre(pc_sched_t *s, const pc_allreduce_spec_t *sp, const pc_fold_t *f, pc_ref_t *cur, int tagstep)
+{
+    size_t bytes = sp->count * pcoll_dtype_size(sp->dtype);
+    if (f->partner < 0) return -1;
+    int peer = pc_rank_of(sp, f->partner);
+    if (f->extra) return pc_sched_send(s, *cur, bytes, peer, tagstep);
+    int tmp = pc_sched_scratch(s, bytes);
+    int rcv = pc_sched_recv(s, pc_ref((uint32_t)tmp, 0), bytes, peer, tagstep);
+    int red = pc_sched_reduce(s, pc_ref(PC_SLOT_OUT, 0), *cur, pc_ref((uint32_t)tmp, 0), sp->count, sp->dtype);
+    pc_sched_dep(s, rcv, red);
+    *cur = pc_ref(PC_SLOT_OUT, 0);
+    return red;
+}
+
+int pc_fold_post(pc_sched_t *s, const pc_allreduce_spec_t *sp, const pc_fold_t *f, int after, int tagstep)
+{
+    size_t bytes = sp->count * pcoll_dtype_size(sp->dtype);
+    if (f->partner < 0) return after;
+    int peer = pc_rank_of(sp, f->partner);
+    int step = f->extra ? pc_sched_recv(s, pc_ref(PC_SLOT_OUT, 0), bytes, peer, tagstep)
+                        : pc_sched_send(s, pc_ref(PC_SLOT_OUT, 0), bytes, peer, tagstep);
+    /* an extra rank working in place must not overwrite its data before it left */
+    pc_sched_dep(s, after, step);
+    return step;
+}
+
+int pc_finish_avg(pc_sched_t *s, const pc_allreduce_spec_t *sp, int after)
+{
+    if (sp->op != PCOLL_AVG) return after;
+    int sc = pc_sched_scale(s, pc_ref(PC_SLOT_OUT, 0), sp->count, sp->dtype, sp->n);
+    pc_sched_dep(s, after, sc);
+    return sc;
+}

@@ -1,0 +1,68 @@
+/* Builders that turn an allreduce over a group map into a schedule. */
+#ifndef PC_ALGO_ALLREDUCE_H
+#define PC_ALGO_ALLREDUCE_H
+
+#include <stddef.h>
+
+#include "../engine/sched.h"
+#include "pcoll.h"
+
+typedef struct pc_allreduce_spec {
+    int n;            /* group size                                       */
+    const int *ranks; /* group map: index -> rank in the engine's comm     */
+    int me;           /* the caller's index in the map                     */
+    size_t count;
+    pcoll_dtype_t dtype;
+    pcoll_op_t op;
+    int inplace;      /* the input is already in PC_SLOT_OUT                */
+} pc_allreduce_spec_t;
+
+/* The algorithm AUTO resolves to for this size. */
+pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t small_bytes, size_t bytes,
+                                           int n);
+
+/* Builds and commits a schedule reading PC_SLOT_IN (unless inplace) and
+ * writing PC_SLOT_OUT. */
+int pc_allreduce_build(const pc_allreduce_spec_t *spec, pcoll_allreduce_algo_t algo, pc_sched_t **out);
+
+/* ---- shared by the algorithm files ---- */
+
+/* Appends the steps of one algorithm to s (not committed). */
+void pc_build_recdbl(pc_sched_t *s, const pc_allreduce_spec_t *sp);
+void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp);
+void pc_build_ring(pc_sched_t *s, const pc_allreduce_spec_t *sp);
+
+/*
+ * Folding a group of n ranks onto p = 2^k survivors (the largest power of two
+ * <= n): with r = n - p, among the first 2r indices the even index i sends its
+ * vector to i + 1 and waits for the result; survivors are numbered v = i / 2
+ * (i < 2r) or v = i - r.
+ */
+typedef struct pc_fold {
+    int p, k, r;
+    int extra;   /* this rank sends its data away and waits       */
+    int v;       /* survivor number (valid when !extra)            */
+    int partner; /* group index of the fold partner, or -1         */
+} pc_fold_t;
+
+void pc_fold_init(pc_fold_t *f, int n, int me);
+/* Group index of survivor v. */
+int pc_fold_index(const pc_fold_t *f, int v);
+
+/* Pre-step: an extra rank sends `cur`; its partner receives it into scratch
+ * and adds it into OUT.  Returns the step after which OUT holds this rank's
+ * (folded) data, or -1 when nothing was needed; *cur becomes OUT when the
+ * fold wrote it. For an extra rank it returns the send step. */
+int pc_fold_pre(pc_sched_t *s, const pc_allreduce_spec_t *sp, const pc_fold_t *f, pc_ref_t *cur, int tagstep);
+
+/* Post-step: the partner sends the final OUT back (after `after`), an extra
+ * rank receives it (after its pre-step send `after`).  Returns the step. */
+int pc_fold_post(pc_sched_t *s, const pc_allreduce_spec_t *sp, const pc_fold_t *f, int after, int tagstep);
+
+/* For AVG, divides OUT by n after `after`; returns the new last step. */
+int pc_finish_avg(pc_sched_t *s, const pc_allreduce_spec_t *sp, int after);
+
+/* Rank of group index i in the engine's communicator. */
+static inline int pc_rank_of(const pc_allreduce_spec_t *sp, int i) { return sp->ranks[i]; }
+
+#endif

@@ -1,0 +1,395 @@
+#include "progress.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "../core/error.h"
+#include "../core/log.h"
+
+/* MPI counts are int: larger messages go out as several requests. */
+#define PC_CHUNK_BYTES ((size_t)1 << 30)
+
+typedef struct task {
+    pc_task_fn fn;
+    void *arg;
+    struct task *next;
+} task_t;
+
+typedef struct owner {
+    pc_sched_t *sched; /* a schedule step, or ...           */
+    int step;
+    pc_msg_fn fn;      /* ... a message with a callback     */
+    void *arg;
+    int listener;
+} owner_t;
+
+struct pc_engine {
+    MPI_Comm comm;
+    pc_tags_t tags;
+    pthread_t thread;
+    atomic_int stop;
+    atomic_int spin_us, max_sleep_us;
+
+    /* application -> progress thread */
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    task_t *qhead, *qtail;
+    atomic_int qlen;
+    int sleeping;
+
+    /* progress thread -> application */
+    pthread_mutex_t wlock;
+    pthread_cond_t wcond;
+    atomic_int nwaiters;
+
+    /* progress thread only */
+    MPI_Request *reqs;
+    owner_t *owners;
+    int nreqs, capreqs;
+    int nactive; /* outstanding requests that are not listeners */
+    int *idx;
+    MPI_Status *statuses;
+    owner_t *done_owners;
+    MPI_Status *done_status;
+    int *done_rc;
+    pc_issuer_t issuer;
+    int thread_error;
+
+    atomic_ullong n_loops, n_sleeps, n_tasks, n_requests;
+};
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int add_request(pc_engine_t *e, MPI_Request r, owner_t o)
+{
+    if (e->nreqs == e->capreqs) {
+        int cap = e->capreqs ? 2 * e->capreqs : 64;
+        MPI_Request *nr = realloc(e->reqs, sizeof *nr * (size_t)cap);
+        if (nr) e->reqs = nr;
+        owner_t *no = realloc(e->owners, sizeof *no * (size_t)cap);
+        if (no) e->owners = no;
+        int *ni = realloc(e->idx, sizeof *ni * (size_t)cap);
+        if (ni) e->idx = ni;
+        MPI_Status *ns = realloc(e->statuses, sizeof *ns * (size_t)cap);
+        if (ns) e->statuses = ns;
+        owner_t *nd = realloc(e->done_owners, sizeof *nd * (size_t)cap);
+        if (nd) e->done_owners = nd;
+        MPI_Status *nds = realloc(e->done_status, sizeof *nds * (size_t)cap);
+        if (nds) e->done_status = nds;
+        int *nrc = realloc(e->done_rc, sizeof *nrc * (size_t)cap);
+        if (nrc) e->done_rc = nrc;
+        if (!nr || !no || !ni || !ns || !nd || !nds || !nrc) return PCOLL_ERR_NOMEM;
+        e->capreqs = cap;
+    }
+    e->reqs[e->nreqs] = r;
+    e->owners[e->nreqs] = o;
+    e->nreqs++;
+    if (!o.listener) e->nactive++;
+    atomic_fetch_add_explicit(&e->n_requests, 1, memory_order_relaxed);
+    return PCOLL_SUCCESS;
+}
+
+/* Posts one send or receive as ceil(bytes / chunk) requests (at least one). */
+static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, int peer, int tag, owner_t o,
+                        int *nposted)
+{
+    size_t off = 0;
+    *nposted = 0;
+    do {
+        size_t len = bytes - off < PC_CHUNK_BYTES ? bytes - off : PC_CHUNK_BYTES;
+        MPI_Request r;
+        int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r)
+                         : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r);
+        if (rc != MPI_SUCCESS) return pc_mpi_error(rc, __func__, is_send ? "MPI_Isend" : "MPI_Irecv");
+        if ((rc = add_request(e, r, o)) != PCOLL_SUCCESS) {
+            MPI_Cancel(&r);
+            MPI_Request_free(&r);
+            return rc;
+        }
+        (*nposted)++;
+        off += len;
+    } while (off < bytes);
+    return PCOLL_SUCCESS;
+}
+
+static int issue_step(void *self, pc_sched_t *s, int step)
+{
+    pc_engine_t *e = self;
+    owner_t o = {.sched = s, .step = step};
+    int t = pc_sched_tag_base(s) | ((int)pc_sched_step_tagstep(s, step) & (int)e->tags.step_mask);
+    int n = 0;
+    int rc = post_message(e, pc_sched_step_kind(s, step) == PC_STEP_SEND, pc_sched_step_buf(s, step),
+                          pc_sched_step_bytes(s, step), pc_sched_step_peer(s, step), t, o, &n);
+    *pc_sched_step_aux(s, step) = n; /* requests of this step still in flight */
+    if (rc != PCOLL_SUCCESS && n > 0) {
+        /* some chunks are out: let them complete the step, but fail the run */
+        pc_sched_record_error(s, rc);
+        return PCOLL_SUCCESS;
+    }
+    return rc;
+}
+
+int pc_engine_run(pc_engine_t *e, pc_sched_t *s, int tag_base)
+{
+    pc_sched_set_tag_base(s, tag_base);
+    return pc_sched_start(s, &e->issuer);
+}
+
+static int by_index_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
+
+int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int tag, pc_msg_fn fn, void *arg)
+{
+    owner_t o = {.fn = fn, .arg = arg, .step = -1};
+    int n;
+    if (bytes > PC_CHUNK_BYTES) return PCOLL_ERR_INTERNAL; /* control messages are small */
+    return post_message(e, 1, (void *)buf, bytes, peer, tag, o, &n);
+}
+
+int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,
+                    void *arg)
+{
+    owner_t o = {.fn = fn, .arg = arg, .step = -1, .listener = listener};
+    int n;
+    if (bytes > PC_CHUNK_BYTES) return PCOLL_ERR_INTERNAL;
+    return post_message(e, 0, buf, bytes, peer, tag, o, &n);
+}
+
+/* Tests every outstanding request once; runs the callbacks of those done.
+ * Returns the number completed. */
+static int test_requests(pc_engine_t *e)
+{
+    int outcount = 0;
+    int rc = MPI_Testsome(e->nreqs, e->reqs, &outcount, e->idx, e->statuses);
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+        if (!e->thread_error) pc_mpi_error(rc, __func__, "MPI_Testsome");
+        e->thread_error = 1;
+        return 0;
+    }
+    if (outcount == MPI_UNDEFINED || outcount == 0) return 0;
+    /* collect first: callbacks may post new requests and reshape the arrays */
+    for (int k = 0; k < outcount; k++) {
+        int i = e->idx[k];
+        e->done_owners[k] = e->owners[i];
+        e->done_status[k] = e->statuses[k];
+        e->done_rc[k] = (rc == MPI_ERR_IN_STATUS && e->statuses[k].MPI_ERROR != MPI_SUCCESS) ? PCOLL_ERR_MPI
+                                                                                             : PCOLL_SUCCESS;
+    }
+    /* remove completed entries, largest index first, by moving the last in */
+    if (outcount > 1) qsort(e->idx, (size_t)outcount, sizeof(int), by_index_desc);
+    for (int k = 0; k < outcount; k++) {
+        int i = e->idx[k];
+        if (!e->owners[i].listener) e->nactive--;
+        e->nreqs--;
+        e->reqs[i] = e->reqs[e->nreqs];
+        e->owners[i] = e->owners[e->nreqs];
+    }
+    for (int k = 0; k < outcount; k++) {
+        owner_t *o = &e->done_owners[k];
+        if (o->sched) {
+            int32_t *left = pc_sched_step_aux(o->sched, o->step);
+            if (e->done_rc[k] != PCOLL_SUCCESS) pc_log(PCOLL_LOG_ERROR, "message of a schedule step failed");
+            if (--*left == 0) pc_sched_step_done(o->sched, o->step, e->done_rc[k], &e->issuer);
+        } else if (o->fn) {
+            o->fn(e, o->arg, e->done_rc[k], &e->done_status[k]);
+        }
+    }
+    return outcount;
+}
+
+static int run_tasks(pc_engine_t *e)
+{
+    pthread_mutex_lock(&e->qlock);
+    task_t *t = e->qhead;
+    e->qhead = e->qtail = NULL;
+    atomic_store(&e->qlen, 0);
+    pthread_mutex_unlock(&e->qlock);
+    int n = 0;
+    while (t) {
+        task_t *next = t->next;
+        t->fn(e, t->arg);
+        free(t);
+        t = next;
+        n++;
+    }
+    atomic_fetch_add_explicit(&e->n_tasks, (unsigned long long)n, memory_order_relaxed);
+    return n;
+}
+
+static void *progress_main(void *arg)
+{
+    pc_engine_t *e = arg;
+    /* short sleeps should be short: the default 50 us timer slack is not */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    double last = now_us();
+    int pause_us = 1;
+    for (;;) {
+        atomic_fetch_add_explicit(&e->n_loops, 1, memory_order_relaxed);
+        int did = 0;
+        if (atomic_load(&e->qlen)) did += run_tasks(e);
+        if (e->nreqs) did += test_requests(e);
+        if (did) {
+            last = now_us();
+            pause_us = 1;
+            continue;
+        }
+        if (atomic_load(&e->stop) && e->nactive == 0 && !atomic_load(&e->qlen)) break;
+        if (now_us() - last < (double)atomic_load(&e->spin_us)) {
+            sched_yield();
+            continue;
+        }
+        pthread_mutex_lock(&e->qlock);
+        if (!e->qhead && !atomic_load(&e->stop)) {
+            e->sleeping = 1;
+            atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
+            if (e->nreqs == 0) {
+                pthread_cond_wait(&e->qcond, &e->qlock);
+            } else {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_nsec += (long)pause_us * 1000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec += ts.tv_nsec / 1000000000L;
+                    ts.tv_nsec %= 1000000000L;
+                }
+                pthread_cond_timedwait(&e->qcond, &e->qlock, &ts);
+                int cap = atomic_load(&e->max_sleep_us);
+                pause_us = pause_us * 2 > cap ? cap : pause_us * 2;
+            }
+            e->sleeping = 0;
+        }
+        pthread_mutex_unlock(&e->qlock);
+    }
+    return NULL;
+}
+
+int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, int spin_us, int max_sleep_us, pc_engine_t **out)
+{
+    pc_engine_t *e = calloc(1, sizeof *e);
+    if (!e) return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the progress engine");
+    e->comm = comm;
+    e->tags = *tags;
+    atomic_init(&e->spin_us, spin_us);
+    atomic_init(&e->max_sleep_us, max_sleep_us);
+    e->issuer.post = issue_step;
+    e->issuer.self = e;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&e->qlock, NULL);
+    pthread_cond_init(&e->qcond, &ca);
+    pthread_mutex_init(&e->wlock, NULL);
+    pthread_cond_init(&e->wcond, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&e->thread, NULL, progress_main, e);
+    if (rc != 0) {
+        free(e);
+        return PC_ERR(PCOLL_ERR_INTERNAL, "cannot start the progress thread: %s", strerror(rc));
+    }
+    *out = e;
+    return PCOLL_SUCCESS;
+}
+
+void pc_engine_destroy(pc_engine_t *e)
+{
+    if (!e) return;
+    pthread_mutex_lock(&e->qlock);
+    atomic_store(&e->stop, 1);
+    pthread_cond_signal(&e->qcond);
+    pthread_mutex_unlock(&e->qlock);
+    pthread_join(e->thread, NULL);
+    /* only listeners can be left: nobody will send to them any more */
+    for (int i = 0; i < e->nreqs; i++) {
+        MPI_Cancel(&e->reqs[i]);
+        MPI_Wait(&e->reqs[i], MPI_STATUS_IGNORE);
+    }
+    if (e->nreqs) PC_DEBUG("engine: cancelled %d idle receives at shutdown", e->nreqs);
+    free(e->reqs);
+    free(e->owners);
+    free(e->idx);
+    free(e->statuses);
+    free(e->done_owners);
+    free(e->done_status);
+    free(e->done_rc);
+    pthread_mutex_destroy(&e->qlock);
+    pthread_cond_destroy(&e->qcond);
+    pthread_mutex_destroy(&e->wlock);
+    pthread_cond_destroy(&e->wcond);
+    free(e);
+}
+
+void pc_engine_set_policy(pc_engine_t *e, int spin_us, int max_sleep_us)
+{
+    atomic_store(&e->spin_us, spin_us);
+    atomic_store(&e->max_sleep_us, max_sleep_us);
+}
+
+int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg)
+{
+    task_t *t = malloc(sizeof *t);
+    if (!t) return PCOLL_ERR_NOMEM;
+    t->fn = fn;
+    t->arg = arg;
+    t->next = NULL;
+    pthread_mutex_lock(&e->qlock);
+    if (e->qtail)
+        e->qtail->next = t;
+    else
+        e->qhead = t;
+    e->qtail = t;
+    atomic_fetch_add(&e->qlen, 1);
+    if (e->sleeping) pthread_cond_signal(&e->qcond);
+    pthread_mutex_unlock(&e->qlock);
+    return PCOLL_SUCCESS;
+}
+
+void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg)
+{
+    if (pred(arg)) return;
+    double t0 = now_us();
+    double spin = (double)atomic_load(&e->spin_us);
+    while (now_us() - t0 < spin) {
+        sched_yield();
+        if (pred(arg)) return;
+    }
+    pthread_mutex_lock(&e->wlock);
+    atomic_fetch_add(&e->nwaiters, 1);
+    while (!pred(arg)) pthread_cond_wait(&e->wcond, &e->wlock);
+    atomic_fetch_sub(&e->nwaiters, 1);
+    pthread_mutex_unlock(&e->wlock);
+}
+
+void pc_engine_notify(pc_engine_t *e)
+{
+    /* pairs with the seq_cst increment in pc_engine_wait: either the waiter
+     * sees the predicate true, or we see the waiter and wake it */
+    if (atomic_load(&e->nwaiters)) {
+        pthread_mutex_lock(&e->wlock);
+        pthread_cond_broadcast(&e->wcond);
+        pthread_mutex_unlock(&e->wlock);
+    }
+}
+
+int pc_engine_on_thread(const pc_engine_t *e) { return pthread_equal(pthread_self(), e->thread); }
+
+const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }
+MPI_Comm pc_engine_comm(const pc_engine_t *e) { return e->comm; }
+
+void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out)
+{
+    out->loops = atomic_load(&e->n_loops);
+    out->sleeps = atomic_load(&e->n_sleeps);
+    out->tasks = atomic_load(&e->n_tasks);
+    out->requests = atomic_load(&e->n_requests);
+}

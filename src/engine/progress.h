@@ -1,0 +1,67 @@
+/*
+ * The progress engine: one thread per context that issues and tests every
+ * library MPI request (DESIGN section 2).
+ *
+ *   application thread                 progress thread
+ *   ------------------                 ---------------
+ *   pc_engine_post(fn, arg)  --queue-->  runs fn(e, arg): starts schedules,
+ *                                        posts sends / receives
+ *   pc_engine_wait(pred)     <-notify--  MPI_Testsome -> step / message
+ *                                        callbacks -> pc_engine_notify()
+ *
+ * Idle policy: after the last completion the thread polls for spin_us, then
+ * sleeps in growing pauses (at most max_sleep_us) while receives are posted,
+ * and sleeps until posted to when nothing at all is outstanding.  A post wakes
+ * it at once.  Everything named pc_engine_* below except post, wait, notify,
+ * create, destroy and the policy setter runs on the progress thread only.
+ */
+#ifndef PC_ENGINE_PROGRESS_H
+#define PC_ENGINE_PROGRESS_H
+
+#include <mpi.h>
+
+#include "sched.h"
+#include "tags.h"
+
+typedef struct pc_engine pc_engine_t;
+typedef void (*pc_task_fn)(pc_engine_t *e, void *arg);
+/* status: PCOLL_SUCCESS or an error; st: the MPI status (source, ...). */
+typedef void (*pc_msg_fn)(pc_engine_t *e, void *arg, int status, const MPI_Status *st);
+typedef int (*pc_pred_fn)(void *arg);
+
+/* comm is owned by the caller and must outlive the engine. */
+int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, int spin_us, int max_sleep_us, pc_engine_t **out);
+/* Stops the thread once the queued tasks ran; cancels receives still posted. */
+void pc_engine_destroy(pc_engine_t *e);
+void pc_engine_set_policy(pc_engine_t *e, int spin_us, int max_sleep_us);
+
+/* Any thread: run fn(e, arg) on the progress thread. */
+int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg);
+/* Any thread but the progress thread: return once pred(arg) is true, spinning
+ * briefly and then sleeping until the progress thread notifies. */
+void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg);
+/* Wake waiters after making a predicate true. */
+void pc_engine_notify(pc_engine_t *e);
+/* 1 when called on e's progress thread. */
+int pc_engine_on_thread(const pc_engine_t *e);
+
+/* Progress thread: run s with tags tag_base | step. on_done is s's own. */
+int pc_engine_run(pc_engine_t *e, pc_sched_t *s, int tag_base);
+
+/* Progress thread: a message with a completion callback.  A `listener`
+ * receive is one that may wait indefinitely (activation, arrivals): while only
+ * listeners are outstanding the thread is idle and may sleep. */
+int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int tag, pc_msg_fn fn, void *arg);
+int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,
+                    void *arg);
+
+const pc_tags_t *pc_engine_tags(const pc_engine_t *e);
+MPI_Comm pc_engine_comm(const pc_engine_t *e);
+
+/* Counters for tests and diagnostics. */
+typedef struct pc_engine_stats {
+    unsigned long long loops, sleeps, tasks, requests;
+} pc_engine_stats_t;
+void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out);
+
+#endif

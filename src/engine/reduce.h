@@ -1,0 +1,20 @@
+/* Element-wise kernels used by reduce steps. */
+#ifndef PC_ENGINE_REDUCE_H
+#define PC_ENGINE_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcoll.h"
+
+/* dst[i] = a[i] + b[i]; dst may be a or b, otherwise no overlap.  Integer
+ * types wrap around on overflow (as two's complement). */
+void pc_reduce_sum(void *dst, const void *a, const void *b, size_t count, pcoll_dtype_t dtype);
+
+/* dst[i] /= divisor (integer types: C division). */
+void pc_reduce_div(void *dst, size_t count, pcoll_dtype_t dtype, int64_t divisor);
+
+/* 1 if the type is one of the four supported. */
+int pc_dtype_valid(pcoll_dtype_t dtype);
+
+#endif

@@ -1,0 +1,479 @@
+#include "sched.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "reduce.h"
+
+typedef struct step {
+    uint8_t kind;
+    uint8_t is_or;
+    int32_t ndeps;   /* incoming edges */
+    int32_t succ_off; /* successors: succ[succ_off .. succ_off + nsucc) */
+    int32_t nsucc;
+    int peer;
+    int tagstep;
+    pc_ref_t dst, a, b;
+    size_t n; /* bytes (send, recv, copy) or elements (reduce, scale) */
+    pcoll_dtype_t dtype;
+    int64_t divisor;
+    pc_step_fn fn;
+    void *arg;
+    /* per run */
+    int32_t left;
+    uint8_t fired;
+    uint8_t done;
+    int32_t aux; /* the issuer's counter (e.g. chunks in flight) */
+} step_t;
+
+typedef struct edge {
+    int32_t before, after;
+} edge_t;
+
+struct pc_sched {
+    step_t *steps;
+    int nsteps, capsteps;
+    edge_t *edges;
+    int nedges, capedges;
+    int32_t *succ;
+    void **slots;
+    size_t *slot_bytes;
+    int nslots, capslots;
+    size_t scratch_total;
+    int committed;
+    int err;
+    /* per run */
+    int *ready; /* FIFO of fired steps; each step enters at most once a run */
+    int ready_head, ready_tail;
+    int ndone;
+    int running;
+    int draining;
+    int status;
+    int tag_base;
+    pc_sched_done_fn on_done;
+    void *done_arg;
+};
+
+static atomic_long live_scratch;
+
+long pc_sched_live_scratch(void) { return atomic_load(&live_scratch); }
+
+static int grow(void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    int ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need) ncap *= 2;
+    void *p = realloc(*arr, (size_t)ncap * elem);
+    if (!p) return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+pc_sched_t *pc_sched_new(void)
+{
+    pc_sched_t *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (grow((void **)&s->slots, &s->capslots, PC_NUM_BOUND_SLOTS, sizeof(void *)) ||
+        !(s->slot_bytes = calloc((size_t)s->capslots, sizeof(size_t)))) {
+        free(s->slots);
+        free(s);
+        return NULL;
+    }
+    s->nslots = PC_NUM_BOUND_SLOTS;
+    s->slots[PC_SLOT_IN] = s->slots[PC_SLOT_OUT] = NULL;
+    return s;
+}
+
+void pc_sched_free(pc_sched_t *s)
+{
+    if (!s) return;
+    for (int i = PC_NUM_BOUND_SLOTS; i < s->nslots; i++) {
+        if (s->slots[i]) atomic_fetch_sub(&live_scratch, 1);
+        free(s->slots[i]);
+    }
+    free(s->slots);
+    free(s->slot_bytes);
+    free(s->steps);
+    free(s->edges);
+    free(s->succ);
+    free(s->ready);
+    free(s);
+}
+
+static int fail(pc_sched_t *s, int status)
+{
+    if (!s->err) s->err = status;
+    return -1;
+}
+
+void pc_sched_fail(pc_sched_t *s, int status) { fail(s, status); }
+
+int pc_sched_scratch(pc_sched_t *s, size_t bytes)
+{
+    if (s->err) return -1;
+    if (s->committed) return fail(s, PCOLL_ERR_INTERNAL);
+    int old = s->capslots;
+    if (grow((void **)&s->slots, &s->capslots, s->nslots + 1, sizeof(void *))) return fail(s, PCOLL_ERR_NOMEM);
+    if (s->capslots != old) {
+        size_t *nb = realloc(s->slot_bytes, (size_t)s->capslots * sizeof(size_t));
+        if (!nb) return fail(s, PCOLL_ERR_NOMEM);
+        s->slot_bytes = nb;
+    }
+    s->slots[s->nslots] = NULL;
+    s->slot_bytes[s->nslots] = bytes;
+    return s->nslots++;
+}
+
+static int add_step(pc_sched_t *s, pc_step_kind_t kind)
+{
+    if (s->err) return -1;
+    if (s->committed) return fail(s, PCOLL_ERR_INTERNAL);
+    if (grow((void **)&s->steps, &s->capsteps, s->nsteps + 1, sizeof(step_t))) return fail(s, PCOLL_ERR_NOMEM);
+    step_t *st = &s->steps[s->nsteps];
+    memset(st, 0, sizeof *st);
+    st->kind = (uint8_t)kind;
+    st->peer = -1;
+    return s->nsteps++;
+}
+
+static int check_ref(pc_sched_t *s, pc_ref_t r) { return r.slot < (uint32_t)s->nslots ? 0 : fail(s, PCOLL_ERR_INTERNAL); }
+
+static int add_comm(pc_sched_t *s, pc_step_kind_t kind, pc_ref_t buf, size_t bytes, int peer, int tagstep)
+{
+    int i = add_step(s, kind);
+    if (i < 0 || check_ref(s, buf) < 0) return -1;
+    if (peer < 0 || tagstep < 0) return fail(s, PCOLL_ERR_INTERNAL);
+    step_t *st = &s->steps[i];
+    st->a = buf;
+    st->n = bytes;
+    st->peer = peer;
+    st->tagstep = tagstep;
+    return i;
+}
+
+int pc_sched_send(pc_sched_t *s, pc_ref_t buf, size_t bytes, int peer, int tagstep)
+{
+    return add_comm(s, PC_STEP_SEND, buf, bytes, peer, tagstep);
+}
+
+int pc_sched_recv(pc_sched_t *s, pc_ref_t buf, size_t bytes, int peer, int tagstep)
+{
+    return add_comm(s, PC_STEP_RECV, buf, bytes, peer, tagstep);
+}
+
+int pc_sched_reduce(pc_sched_t *s, pc_ref_t dst, pc_ref_t a, pc_ref_t b, size_t count, pcoll_dtype_t dtype)
+{
+    int i = add_step(s, PC_STEP_REDUCE);
+    if (i < 0 || check_ref(s, dst) < 0 || check_ref(s, a) < 0 || check_ref(s, b) < 0) return -1;
+    if (!pc_dtype_valid(dtype)) return fail(s, PCOLL_ERR_DTYPE);
+    step_t *st = &s->steps[i];
+    st->dst = dst;
+    st->a = a;
+    st->b = b;
+    st->n = count;
+    st->dtype = dtype;
+    return i;
+}
+
+int pc_sched_scale(pc_sched_t *s, pc_ref_t dst, size_t count, pcoll_dtype_t dtype, int64_t divisor)
+{
+    int i = add_step(s, PC_STEP_SCALE);
+    if (i < 0 || check_ref(s, dst) < 0) return -1;
+    if (!pc_dtype_valid(dtype) || divisor == 0) return fail(s, PCOLL_ERR_INTERNAL);
+    step_t *st = &s->steps[i];
+    st->dst = dst;
+    st->n = count;
+    st->dtype = dtype;
+    st->divisor = divisor;
+    return i;
+}
+
+int pc_sched_copy(pc_sched_t *s, pc_ref_t dst, pc_ref_t src, size_t bytes)
+{
+    int i = add_step(s, PC_STEP_COPY);
+    if (i < 0 || check_ref(s, dst) < 0 || check_ref(s, src) < 0) return -1;
+    s->steps[i].dst = dst;
+    s->steps[i].a = src;
+    s->steps[i].n = bytes;
+    return i;
+}
+
+int pc_sched_nop(pc_sched_t *s) { return add_step(s, PC_STEP_NOP); }
+
+int pc_sched_callback(pc_sched_t *s, pc_step_fn fn, void *arg)
+{
+    int i = add_step(s, PC_STEP_CALLBACK);
+    if (i < 0) return -1;
+    if (!fn) return fail(s, PCOLL_ERR_INTERNAL);
+    s->steps[i].fn = fn;
+    s->steps[i].arg = arg;
+    return i;
+}
+
+void pc_sched_dep(pc_sched_t *s, int before, int after)
+{
+    if (s->err || before < 0 || after < 0) return;
+    if (s->committed || before >= s->nsteps || after >= s->nsteps || before == after) {
+        fail(s, PCOLL_ERR_INTERNAL);
+        return;
+    }
+    if (grow((void **)&s->edges, &s->capedges, s->nedges + 1, sizeof(edge_t))) {
+        fail(s, PCOLL_ERR_NOMEM);
+        return;
+    }
+    s->edges[s->nedges].before = before;
+    s->edges[s->nedges].after = after;
+    s->nedges++;
+}
+
+void pc_sched_set_or(pc_sched_t *s, int step)
+{
+    if (s->err || step < 0) return;
+    if (step >= s->nsteps) {
+        fail(s, PCOLL_ERR_INTERNAL);
+        return;
+    }
+    s->steps[step].is_or = 1;
+}
+
+/* Kahn's algorithm over the edges: every step must be reachable in a
+ * topological order, i.e. the graph has no cycle. */
+static int acyclic(pc_sched_t *s)
+{
+    int *indeg = malloc(sizeof(int) * (size_t)(s->nsteps + 1));
+    int *queue = malloc(sizeof(int) * (size_t)(s->nsteps + 1));
+    if (!indeg || !queue) {
+        free(indeg);
+        free(queue);
+        return -1;
+    }
+    int head = 0, tail = 0, seen = 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        indeg[i] = s->steps[i].ndeps;
+        if (indeg[i] == 0) queue[tail++] = i;
+    }
+    while (head < tail) {
+        const step_t *st = &s->steps[queue[head++]];
+        seen++;
+        for (int k = 0; k < st->nsucc; k++) {
+            int j = s->succ[st->succ_off + k];
+            if (--indeg[j] == 0) queue[tail++] = j;
+        }
+    }
+    free(indeg);
+    free(queue);
+    return seen == s->nsteps ? 0 : -1;
+}
+
+int pc_sched_commit(pc_sched_t *s)
+{
+    if (s->err) return s->err;
+    if (s->committed) return PCOLL_ERR_INTERNAL;
+    for (int e = 0; e < s->nedges; e++) {
+        s->steps[s->edges[e].after].ndeps++;
+        s->steps[s->edges[e].before].nsucc++;
+    }
+    int off = 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        s->steps[i].succ_off = off;
+        off += s->steps[i].nsucc;
+        s->steps[i].nsucc = 0;
+    }
+    s->succ = malloc(sizeof(int32_t) * (size_t)(s->nedges + 1));
+    s->ready = malloc(sizeof(int) * (size_t)(s->nsteps + 1));
+    if (!s->succ || !s->ready) return s->err = PCOLL_ERR_NOMEM;
+    for (int e = 0; e < s->nedges; e++) {
+        step_t *b = &s->steps[s->edges[e].before];
+        s->succ[b->succ_off + b->nsucc++] = s->edges[e].after;
+    }
+    free(s->edges);
+    s->edges = NULL;
+    if (acyclic(s) != 0) return s->err = PCOLL_ERR_INTERNAL;
+    for (int i = PC_NUM_BOUND_SLOTS; i < s->nslots; i++) {
+        size_t bytes = s->slot_bytes[i];
+        if (bytes == 0) continue;
+        /* 64-byte alignment keeps the reduce kernels on whole vectors */
+        size_t rounded = (bytes + 63) & ~(size_t)63;
+        if (!(s->slots[i] = aligned_alloc(64, rounded))) return s->err = PCOLL_ERR_NOMEM;
+        atomic_fetch_add(&live_scratch, 1);
+        s->scratch_total += bytes;
+    }
+    s->committed = 1;
+    return PCOLL_SUCCESS;
+}
+
+void pc_sched_bind(pc_sched_t *s, uint32_t slot, void *ptr)
+{
+    if (slot < PC_NUM_BOUND_SLOTS) s->slots[slot] = ptr;
+}
+
+void pc_sched_on_done(pc_sched_t *s, pc_sched_done_fn fn, void *arg)
+{
+    s->on_done = fn;
+    s->done_arg = arg;
+}
+
+static inline void *resolve(const pc_sched_t *s, pc_ref_t r) { return (char *)s->slots[r.slot] + r.off; }
+
+static void complete(pc_sched_t *s, int i, int status)
+{
+    step_t *st = &s->steps[i];
+    st->done = 1;
+    s->ndone++;
+    if (status && !s->status) s->status = status;
+    for (int k = 0; k < st->nsucc; k++) {
+        step_t *nx = &s->steps[s->succ[st->succ_off + k]];
+        nx->left--;
+        if (!nx->fired && (nx->is_or || nx->left == 0)) {
+            nx->fired = 1;
+            s->ready[s->ready_tail++] = s->succ[st->succ_off + k];
+        }
+    }
+}
+
+static void run_local(pc_sched_t *s, int i)
+{
+    step_t *st = &s->steps[i];
+    switch ((pc_step_kind_t)st->kind) {
+    case PC_STEP_REDUCE:
+        pc_reduce_sum(resolve(s, st->dst), resolve(s, st->a), resolve(s, st->b), st->n, st->dtype);
+        break;
+    case PC_STEP_SCALE: pc_reduce_div(resolve(s, st->dst), st->n, st->dtype, st->divisor); break;
+    case PC_STEP_COPY:
+        if (st->n) memmove(resolve(s, st->dst), resolve(s, st->a), st->n);
+        break;
+    case PC_STEP_CALLBACK: st->fn(s, st->arg); break;
+    default: break;
+    }
+}
+
+/* Issues ready steps until none is left; finishes the run when all are done.
+ * Completions reported while draining only queue successors (no recursion). */
+static void drain(pc_sched_t *s, const pc_issuer_t *iss)
+{
+    s->draining = 1;
+    while (s->ready_head < s->ready_tail) {
+        int i = s->ready[s->ready_head++];
+        pc_step_kind_t kind = (pc_step_kind_t)s->steps[i].kind;
+        if (kind == PC_STEP_SEND || kind == PC_STEP_RECV) {
+            int rc = iss->post(iss->self, s, i);
+            if (rc != PCOLL_SUCCESS) complete(s, i, rc);
+        } else {
+            run_local(s, i);
+            complete(s, i, PCOLL_SUCCESS);
+        }
+    }
+    s->draining = 0;
+    if (s->ndone == s->nsteps) {
+        /* the callback may free or restart the schedule: touch nothing after */
+        s->running = 0;
+        if (s->on_done) s->on_done(s, s->status, s->done_arg);
+    }
+}
+
+int pc_sched_start(pc_sched_t *s, const pc_issuer_t *iss)
+{
+    if (!s->committed || s->running) return PCOLL_ERR_INTERNAL;
+    s->ready_head = s->ready_tail = 0;
+    s->ndone = 0;
+    s->status = PCOLL_SUCCESS;
+    s->running = 1;
+    for (int i = 0; i < s->nsteps; i++) {
+        step_t *st = &s->steps[i];
+        st->left = st->ndeps;
+        st->done = 0;
+        st->fired = (st->ndeps == 0);
+    }
+    /* roots issue in build order, then steps in the order they become ready */
+    for (int i = 0; i < s->nsteps; i++)
+        if (s->steps[i].ndeps == 0) s->ready[s->ready_tail++] = i;
+    drain(s, iss);
+    return PCOLL_SUCCESS;
+}
+
+void pc_sched_step_done(pc_sched_t *s, int step, int status, const pc_issuer_t *iss)
+{
+    complete(s, step, status);
+    if (!s->draining) drain(s, iss);
+}
+
+int pc_sched_nsteps(const pc_sched_t *s) { return s->nsteps; }
+void pc_sched_set_tag_base(pc_sched_t *s, int tag_base) { s->tag_base = tag_base; }
+void pc_sched_record_error(pc_sched_t *s, int status)
+{
+    if (!s->status) s->status = status;
+}
+int pc_sched_tag_base(const pc_sched_t *s) { return s->tag_base; }
+int32_t *pc_sched_step_aux(pc_sched_t *s, int i) { return &s->steps[i].aux; }
+int pc_sched_running(const pc_sched_t *s) { return s->running; }
+pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int i) { return (pc_step_kind_t)s->steps[i].kind; }
+void *pc_sched_step_buf(const pc_sched_t *s, int i) { return resolve(s, s->steps[i].a); }
+size_t pc_sched_step_bytes(const pc_sched_t *s, int i) { return s->steps[i].n; }
+int pc_sched_step_peer(const pc_sched_t *s, int i) { return s->steps[i].peer; }
+int pc_sched_step_tagstep(const pc_sched_t *s, int i) { return s->steps[i].tagstep; }
+void *pc_sched_slot(const pc_sched_t *s, uint32_t slot) { return slot < (uint32_t)s->nslots ? s->slots[slot] : NULL; }
+size_t pc_sched_scratch_bytes(const pc_sched_t *s) { return s->scratch_total; }
+
+static const char *kind_name(pc_step_kind_t k)
+{
+    static const char *names[] = {"send", "recv", "reduce", "scale", "copy", "nop", "callback"};
+    return names[k];
+}
+
+static void describe(const pc_sched_t *s, int i, char *buf, size_t len)
+{
+    const step_t *st = &s->steps[i];
+    switch ((pc_step_kind_t)st->kind) {
+    case PC_STEP_SEND:
+    case PC_STEP_RECV:
+        snprintf(buf, len, "%s %zuB %s rank %d tagstep %d slot%u+%zu", kind_name(st->kind), st->n,
+                 st->kind == PC_STEP_SEND ? "to" : "from", st->peer, st->tagstep, st->a.slot, st->a.off);
+        break;
+    case PC_STEP_REDUCE:
+        snprintf(buf, len, "reduce %zu x %s slot%u+%zu = slot%u+%zu + slot%u+%zu", st->n,
+                 pcoll_dtype_name(st->dtype), st->dst.slot, st->dst.off, st->a.slot, st->a.off, st->b.slot,
+                 st->b.off);
+        break;
+    case PC_STEP_SCALE:
+        snprintf(buf, len, "scale %zu x %s slot%u+%zu /= %lld", st->n, pcoll_dtype_name(st->dtype),
+                 st->dst.slot, st->dst.off, (long long)st->divisor);
+        break;
+    case PC_STEP_COPY:
+        snprintf(buf, len, "copy %zuB slot%u+%zu <- slot%u+%zu", st->n, st->dst.slot, st->dst.off, st->a.slot,
+                 st->a.off);
+        break;
+    default: snprintf(buf, len, "%s", kind_name(st->kind)); break;
+    }
+}
+
+void pc_sched_dump(const pc_sched_t *s, FILE *out)
+{
+    char what[160];
+    fprintf(out, "schedule: %d steps, %d slots, %zu B scratch\n", s->nsteps, s->nslots, s->scratch_total);
+    for (int i = 0; i < s->nsteps; i++) {
+        const step_t *st = &s->steps[i];
+        describe(s, i, what, sizeof what);
+        fprintf(out, "  %3d %-58s %s deps=%d ->", i, what, st->is_or ? "OR " : "AND", st->ndeps);
+        if (s->committed)
+            for (int k = 0; k < st->nsucc; k++) fprintf(out, " %d", s->succ[st->succ_off + k]);
+        fputc('\n', out);
+    }
+}
+
+void pc_sched_dump_dot(const pc_sched_t *s, FILE *out)
+{
+    char what[160];
+    fprintf(out, "digraph schedule {\n  node [shape=box, fontsize=10];\n");
+    for (int i = 0; i < s->nsteps; i++) {
+        describe(s, i, what, sizeof what);
+        fprintf(out, "  s%d [label=\"%d: %s\"%s];\n", i, i, what, s->steps[i].is_or ? ", style=dashed" : "");
+    }
+    if (s->committed)
+        for (int i = 0; i < s->nsteps; i++)
+            for (int k = 0; k < s->steps[i].nsucc; k++)
+                fprintf(out, "  s%d -> s%d;\n", i, s->succ[s->steps[i].succ_off + k]);
+    fprintf(out, "}\n");
+}

@@ -1,0 +1,117 @@
+/*
+ * Schedules: a DAG of steps with dependency counters (DESIGN section 2).
+ *
+ *   builder:  s = pc_sched_new(); a = pc_sched_send(...); b = pc_sched_recv(...);
+ *             c = pc_sched_reduce(...); pc_sched_dep(s, a, c); pc_sched_dep(s, b, c);
+ *             pc_sched_commit(s);                       (allocates scratch)
+ *   each run: pc_sched_bind(s, PC_SLOT_IN, buf) ...; pc_sched_start(s, issuer)
+ *             issuer posts send/recv steps and reports them with
+ *             pc_sched_step_done(); local steps run at once; on_done fires
+ *             when every step has completed; the schedule can then be started
+ *             again (re-armed) for the next round.
+ *
+ * A step is issued when all its dependencies completed (AND), or, when marked
+ * OR, at the first one; either way it runs at most once per run (consumable).
+ * This file has no MPI in it: the issuer is the engine, or a test's loopback.
+ * Builder calls after an error are no-ops; the error is returned by commit.
+ */
+#ifndef PC_ENGINE_SCHED_H
+#define PC_ENGINE_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pcoll.h"
+
+typedef enum pc_step_kind {
+    PC_STEP_SEND,
+    PC_STEP_RECV,
+    PC_STEP_REDUCE,   /* dst = a + b, elementwise                */
+    PC_STEP_SCALE,    /* dst /= divisor (average)                */
+    PC_STEP_COPY,     /* dst = a, bytes                          */
+    PC_STEP_NOP,
+    PC_STEP_CALLBACK  /* fn(s, arg) on the thread running the schedule */
+} pc_step_kind_t;
+
+/* A place in one of the schedule's buffer slots. */
+typedef struct pc_ref {
+    uint32_t slot;
+    size_t off; /* bytes */
+} pc_ref_t;
+
+enum {
+    PC_SLOT_IN = 0,  /* caller's input (bound per run)  */
+    PC_SLOT_OUT = 1, /* caller's output (bound per run) */
+    PC_NUM_BOUND_SLOTS = 2
+};
+
+static inline pc_ref_t pc_ref(uint32_t slot, size_t off)
+{
+    pc_ref_t r = {slot, off};
+    return r;
+}
+
+typedef struct pc_sched pc_sched_t;
+typedef void (*pc_step_fn)(pc_sched_t *s, void *arg);
+typedef void (*pc_sched_done_fn)(pc_sched_t *s, int status, void *arg);
+
+/* Runs communication steps for a schedule. post() starts step `step` and must
+ * eventually call pc_sched_step_done(s, step, status, issuer). */
+typedef struct pc_issuer {
+    int (*post)(void *self, pc_sched_t *s, int step);
+    void *self;
+} pc_issuer_t;
+
+pc_sched_t *pc_sched_new(void);
+void pc_sched_free(pc_sched_t *s);
+
+/* ---- building ---- */
+int pc_sched_scratch(pc_sched_t *s, size_t bytes); /* returns a slot id */
+int pc_sched_send(pc_sched_t *s, pc_ref_t buf, size_t bytes, int peer, int tagstep);
+int pc_sched_recv(pc_sched_t *s, pc_ref_t buf, size_t bytes, int peer, int tagstep);
+int pc_sched_reduce(pc_sched_t *s, pc_ref_t dst, pc_ref_t a, pc_ref_t b, size_t count,
+                    pcoll_dtype_t dtype);
+int pc_sched_scale(pc_sched_t *s, pc_ref_t dst, size_t count, pcoll_dtype_t dtype, int64_t divisor);
+int pc_sched_copy(pc_sched_t *s, pc_ref_t dst, pc_ref_t src, size_t bytes);
+int pc_sched_nop(pc_sched_t *s);
+int pc_sched_callback(pc_sched_t *s, pc_step_fn fn, void *arg);
+/* `after` waits for `before`. Negative ids (from an earlier failure) are ignored. */
+void pc_sched_dep(pc_sched_t *s, int before, int after);
+void pc_sched_set_or(pc_sched_t *s, int step);
+/* Makes building fail with this status (commit returns it). */
+void pc_sched_fail(pc_sched_t *s, int status);
+/* Ends building: checks the graph, allocates scratch. Returns a status. */
+int pc_sched_commit(pc_sched_t *s);
+
+/* ---- running ---- */
+void pc_sched_bind(pc_sched_t *s, uint32_t slot, void *ptr);
+void pc_sched_on_done(pc_sched_t *s, pc_sched_done_fn fn, void *arg);
+/* Tags of this run's messages are tag_base | tagstep (the issuer's business). */
+void pc_sched_set_tag_base(pc_sched_t *s, int tag_base);
+int pc_sched_tag_base(const pc_sched_t *s);
+/* Makes the current run finish with this status (first error wins). */
+void pc_sched_record_error(pc_sched_t *s, int status);
+/* Re-arms every counter and issues the steps without dependencies. */
+int pc_sched_start(pc_sched_t *s, const pc_issuer_t *iss);
+/* Reports a communication step finished (status != 0: it failed). */
+void pc_sched_step_done(pc_sched_t *s, int step, int status, const pc_issuer_t *iss);
+
+/* ---- inspection (issuers, tests, debugging) ---- */
+int pc_sched_nsteps(const pc_sched_t *s);
+int pc_sched_running(const pc_sched_t *s);
+pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int step);
+void *pc_sched_step_buf(const pc_sched_t *s, int step); /* send/recv buffer */
+size_t pc_sched_step_bytes(const pc_sched_t *s, int step);
+int pc_sched_step_peer(const pc_sched_t *s, int step);
+int pc_sched_step_tagstep(const pc_sched_t *s, int step);
+int32_t *pc_sched_step_aux(pc_sched_t *s, int step); /* free for the issuer's use */
+void *pc_sched_slot(const pc_sched_t *s, uint32_t slot);
+size_t pc_sched_scratch_bytes(const pc_sched_t *s); /* total owned scratch */
+/* Scratch buffers currently allocated by all schedules (tests check it drops to 0). */
+long pc_sched_live_scratch(void);
+/* One line per step (kind, args, dependencies) or a DOT graph. */
+void pc_sched_dump(const pc_sched_t *s, FILE *out);
+void pc_sched_dump_dot(const pc_sched_t *s, FILE *out);
+
+#endif

@@ -1,0 +1,66 @@
+/* Minimal checks for the tests: a failed check prints where and why, then
+ * aborts the whole MPI job (a test never hangs on a failure). */
+#ifndef PCOLL_TESTUTIL_H
+#define PCOLL_TESTUTIL_H
+
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "pcoll.h"
+
+static int tu_rank_ = -1;
+static long tu_checks_ = 0;
+
+static inline void tu_fail(const char *file, int line, const char *what)
+{
+    fprintf(stderr, "[rank %d] FAILED %s:%d: %s (pcoll: %s)\n", tu_rank_, file, line, what, pcoll_last_error());
+    fflush(stderr);
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin) MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        tu_checks_++;                                                                              \
+        if (!(cond)) tu_fail(__FILE__, __LINE__, #cond);                                           \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        tu_checks_++;                                                                              \
+        if (!(cond)) {                                                                             \
+            char tu_buf_[512];                                                                     \
+            snprintf(tu_buf_, sizeof tu_buf_, __VA_ARGS__);                                        \
+            tu_fail(__FILE__, __LINE__, tu_buf_);                                                  \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_RC(call)                                                                             \
+    do {                                                                                           \
+        int tu_rc_ = (call);                                                                       \
+        CHECK_MSG(tu_rc_ == PCOLL_SUCCESS, "%s returned %d (%s)", #call, tu_rc_, pcoll_strerror(tu_rc_)); \
+    } while (0)
+
+static inline void tu_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test timed out (deadlock?)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(3);
+}
+
+/* Fails the test after `seconds` (a hang is a failure, not a stuck CI). */
+static inline void tu_timeout(unsigned seconds)
+{
+    signal(SIGALRM, tu_alarm);
+    alarm(seconds);
+}
+
+#endif
