@@ -117,11 +117,29 @@ PCOLL_API int pcoll_finalize(pcoll_t **ctx);
 PCOLL_API int pcoll_rank(const pcoll_t *ctx); /* rank in the context's communicator */
 PCOLL_API int pcoll_size(const pcoll_t *ctx);
 
-/* Progress-thread idle policy (PCOLL_SPIN_US, PCOLL_POLL_MAX_US): after the
- * last activity the thread polls for spin_us, then sleeps with growing pauses
- * of at most max_sleep_us while it waits for messages, and sleeps until woken
- * when nothing at all is outstanding. */
-PCOLL_API int pcoll_set_progress_policy(pcoll_t *ctx, int spin_us, int max_sleep_us);
+/*
+ * How the progress thread and waiting application threads use the CPU.  The
+ * progress thread polls MPI (yielding the CPU after every empty poll) for
+ * active_spin_us after the last completion while operations are in flight,
+ * or idle_spin_us when only receives for incoming activations are posted;
+ * then it sleeps in pauses growing to max_sleep_us, or until woken when
+ * nothing at all is outstanding.  An application thread waiting in pcoll
+ * polls for wait_spin_us, then blocks until the progress thread wakes it.
+ * Defaults: when this node runs more threads than it has CPUs (2 per rank,
+ * or a process bound to a single CPU) idle_spin_us = wait_spin_us = 0, else
+ * 50; active_spin_us = 2000; max_sleep_us = 200.  The environment variables
+ * PCOLL_SPIN_US, PCOLL_WAIT_SPIN_US, PCOLL_ACTIVE_SPIN_US and PCOLL_POLL_MAX_US
+ * override the defaults at pcoll_init.
+ */
+typedef struct pcoll_progress_policy {
+    int idle_spin_us;
+    int active_spin_us;
+    int wait_spin_us;
+    int max_sleep_us;
+} pcoll_progress_policy_t;
+
+PCOLL_API int pcoll_get_progress_policy(const pcoll_t *ctx, pcoll_progress_policy_t *policy);
+PCOLL_API int pcoll_set_progress_policy(pcoll_t *ctx, const pcoll_progress_policy_t *policy);
 
 /* ---- synchronous allreduce on any group ---------------------------------- */
 
@@ -129,16 +147,24 @@ typedef enum pcoll_allreduce_algo {
     PCOLL_ALGO_AUTO = 0,     /* choose by message size and group size        */
     PCOLL_ALGO_RECDBL = 1,   /* recursive doubling (latency-bound sizes)     */
     PCOLL_ALGO_RABENSEIFNER = 2, /* reduce-scatter + allgather by halving    */
-    PCOLL_ALGO_RING = 3      /* ring reduce-scatter + ring allgather         */
+    PCOLL_ALGO_RING = 3,     /* ring reduce-scatter + ring allgather         */
+    PCOLL_ALGO_DIRECT = 4    /* every rank sends to every rank: one round    */
 } pcoll_allreduce_algo_t;
 
 /* Force an algorithm (PCOLL_ALGO_AUTO restores the automatic choice).  The
- * initial value comes from PCOLL_ALLREDUCE_ALGO=auto|recdbl|rabenseifner|ring. */
+ * initial value comes from PCOLL_ALLREDUCE_ALGO=auto|recdbl|rabenseifner|ring|direct. */
 PCOLL_API int pcoll_set_allreduce_algo(pcoll_t *ctx, pcoll_allreduce_algo_t algo);
 
-/* Messages of at most this many bytes use recursive doubling under AUTO
- * (PCOLL_ALLREDUCE_SMALL_BYTES). */
-PCOLL_API int pcoll_set_allreduce_small_bytes(pcoll_t *ctx, size_t bytes);
+/*
+ * The automatic choice for a group of n ranks and a message of `bytes`:
+ *   direct        if n >= 3 and bytes * (n - 1) <= direct_bytes
+ *                 (PCOLL_ALLREDUCE_DIRECT_BYTES, default 16384);
+ *   recdbl        else if n <= 2 or bytes <= small_bytes
+ *                 (PCOLL_ALLREDUCE_SMALL_BYTES, default 8192);
+ *   rabenseifner  else if n is a power of two;
+ *   ring          else.
+ */
+PCOLL_API int pcoll_set_allreduce_thresholds(pcoll_t *ctx, size_t direct_bytes, size_t small_bytes);
 
 /* The algorithm a call with these sizes would use now. */
 PCOLL_API pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size);

@@ -10,9 +10,11 @@
  */
 #include "allreduce.h"
 
-pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t small_bytes, size_t bytes, int n)
+pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t direct_bytes, size_t small_bytes,
+                                           size_t bytes, int n)
 {
     if (forced != PCOLL_ALGO_AUTO) return forced;
+    if (n >= 3 && bytes <= direct_bytes / (size_t)(n - 1)) return PCOLL_ALGO_DIRECT;
     if (n <= 2 || bytes <= small_bytes) return PCOLL_ALGO_RECDBL;
     if ((n & (n - 1)) == 0) return PCOLL_ALGO_RABENSEIFNER;
     return PCOLL_ALGO_RING;
@@ -32,6 +34,7 @@ int pc_allreduce_build(const pc_allreduce_spec_t *sp, pcoll_allreduce_algo_t alg
         switch (algo) {
         case PCOLL_ALGO_RABENSEIFNER: pc_build_rabenseifner(s, sp); break;
         case PCOLL_ALGO_RING: pc_build_ring(s, sp); break;
+        case PCOLL_ALGO_DIRECT: pc_build_direct(s, sp); break;
         default: pc_build_recdbl(s, sp); break;
         }
     }

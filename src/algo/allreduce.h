@@ -18,8 +18,8 @@ typedef struct pc_allreduce_spec {
 } pc_allreduce_spec_t;
 
 /* The algorithm AUTO resolves to for this size. */
-pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t small_bytes, size_t bytes,
-                                           int n);
+pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t direct_bytes, size_t small_bytes,
+                                           size_t bytes, int n);
 
 /* Builds and commits a schedule reading PC_SLOT_IN (unless inplace) and
  * writing PC_SLOT_OUT. */
@@ -31,6 +31,7 @@ int pc_allreduce_build(const pc_allreduce_spec_t *spec, pcoll_allreduce_algo_t a
 void pc_build_recdbl(pc_sched_t *s, const pc_allreduce_spec_t *sp);
 void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp);
 void pc_build_ring(pc_sched_t *s, const pc_allreduce_spec_t *sp);
+void pc_build_direct(pc_sched_t *s, const pc_allreduce_spec_t *sp);
 
 /*
  * Folding a group of n ranks onto p = 2^k survivors (the largest power of two

@@ -198,7 +198,8 @@ static int prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t coun
     size_t bytes = count * pcoll_dtype_size(dtype);
     pc_cache_key_t key = {g, count, dtype, op,
                           pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo),
-                                              atomic_load(&ctx->small_bytes), bytes, g->n),
+                                              atomic_load(&ctx->direct_bytes), atomic_load(&ctx->small_bytes), bytes,
+                                              g->n),
                           inplace};
     pc_sched_t *s = cache_take(ctx, &key);
     req->seq = g->next_seq++;
@@ -318,6 +319,6 @@ int pcoll_wait(pcoll_request_t **preq)
 pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size)
 {
     if (!ctx) return PCOLL_ALGO_AUTO;
-    return pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->small_bytes),
-                               bytes, group_size);
+    return pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
+                               atomic_load(&ctx->small_bytes), bytes, group_size);
 }

@@ -8,13 +8,15 @@
 #include "pcoll.h"
 
 typedef struct pc_config {
-    pcoll_allreduce_algo_t algo; /* PCOLL_ALLREDUCE_ALGO                       */
-    size_t small_bytes;          /* PCOLL_ALLREDUCE_SMALL_BYTES: recdbl below   */
-    int spin_us;                 /* PCOLL_SPIN_US: poll this long after activity */
-    int max_sleep_us;            /* PCOLL_POLL_MAX_US: longest idle pause       */
+    pcoll_allreduce_algo_t algo; /* PCOLL_ALLREDUCE_ALGO                        */
+    size_t direct_bytes;         /* PCOLL_ALLREDUCE_DIRECT_BYTES                */
+    size_t small_bytes;          /* PCOLL_ALLREDUCE_SMALL_BYTES                 */
+    pcoll_progress_policy_t policy; /* PCOLL_SPIN_US, PCOLL_WAIT_SPIN_US,
+                                       PCOLL_ACTIVE_SPIN_US, PCOLL_POLL_MAX_US */
 } pc_config_t;
 
-void pc_config_defaults(pc_config_t *cfg);
+/* oversubscribed: this node runs more threads than it has CPUs */
+void pc_config_defaults(pc_config_t *cfg, int oversubscribed);
 
 /* Applies the PCOLL_* variables (and PCOLL_LOG_LEVEL to the logger).
  * Returns PCOLL_ERR_CONFIG naming the variable when one is malformed. */

@@ -1,7 +1,9 @@
 #include "context.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "log.h"
@@ -37,6 +39,22 @@ static int check_mpi_threads(int *owns_mpi)
     return PCOLL_SUCCESS;
 }
 
+/* Collective: does this node run more threads (two per rank: application and
+ * progress) than it has CPUs, or is this process bound to a single CPU? */
+static int detect_oversubscription(MPI_Comm comm)
+{
+    MPI_Comm node;
+    int local = 1;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mask;
+    int mine = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : (int)online;
+    return 2L * local > online || mine < 2;
+}
+
 static void destroy(pcoll_t *ctx)
 {
     if (ctx->engine) pc_engine_destroy(ctx->engine);
@@ -61,8 +79,10 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
         if (owns_mpi) MPI_Finalize();
         return PC_ERR(PCOLL_ERR_ARG, "comm is MPI_COMM_NULL");
     }
+    /* parse what can be parsed before anything collective, so that a bad
+     * variable fails at every rank without a hang */
     pc_config_t cfg;
-    pc_config_defaults(&cfg);
+    pc_config_defaults(&cfg, 0);
     if ((rc = pc_config_from_env(&cfg)) != PCOLL_SUCCESS) {
         if (owns_mpi) MPI_Finalize();
         return rc;
@@ -76,6 +96,7 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     ctx->comm = MPI_COMM_NULL;
     pthread_mutex_init(&ctx->lock, NULL);
     atomic_init(&ctx->algo, (int)cfg.algo);
+    atomic_init(&ctx->direct_bytes, cfg.direct_bytes);
     atomic_init(&ctx->small_bytes, cfg.small_bytes);
     atomic_init(&ctx->inflight, 0);
 
@@ -89,6 +110,10 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->size);
     pc_log_set_rank(ctx->rank);
+    /* the policy defaults depend on the machine; the variables still win */
+    ctx->oversubscribed = detect_oversubscription(ctx->comm);
+    pc_config_defaults(&cfg, ctx->oversubscribed);
+    if ((rc = pc_config_from_env(&cfg)) != PCOLL_SUCCESS) goto fail;
 
     int *tag_ub = NULL, flag = 0;
     MPI_Comm_get_attr(ctx->comm, MPI_TAG_UB, &tag_ub, &flag);
@@ -105,11 +130,12 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
         rc = PC_ERR(rc, "no memory for the group registry");
         goto fail;
     }
-    if ((rc = pc_engine_create(ctx->comm, &ctx->tags, cfg.spin_us, cfg.max_sleep_us, &ctx->engine)) !=
-        PCOLL_SUCCESS)
-        goto fail;
-    pc_log(PCOLL_LOG_INFO, "initialized: %d ranks, algo %s, %d channel bits, spin %d us, max sleep %d us", ctx->size,
-           pcoll_allreduce_algo_name(cfg.algo), ctx->tags.chan_bits, cfg.spin_us, cfg.max_sleep_us);
+    if ((rc = pc_engine_create(ctx->comm, &ctx->tags, &cfg.policy, &ctx->engine)) != PCOLL_SUCCESS) goto fail;
+    pc_log(PCOLL_LOG_INFO,
+           "initialized: %d ranks, algo %s, %d channel bits, %s, spin idle/active/wait %d/%d/%d us, max sleep %d us",
+           ctx->size, pcoll_allreduce_algo_name(cfg.algo), ctx->tags.chan_bits,
+           ctx->oversubscribed ? "oversubscribed" : "not oversubscribed", cfg.policy.idle_spin_us,
+           cfg.policy.active_spin_us, cfg.policy.wait_spin_us, cfg.policy.max_sleep_us);
     *out = ctx;
     return PCOLL_SUCCESS;
 fail:
@@ -147,13 +173,25 @@ int pcoll_finalize(pcoll_t **pctx)
 int pcoll_rank(const pcoll_t *ctx) { return ctx ? ctx->rank : -1; }
 int pcoll_size(const pcoll_t *ctx) { return ctx ? ctx->size : -1; }
 
-int pcoll_set_progress_policy(pcoll_t *ctx, int spin_us, int max_sleep_us)
+int pcoll_get_progress_policy(const pcoll_t *ctx, pcoll_progress_policy_t *policy)
 {
     int rc = pc_ctx_check(ctx, __func__);
     if (rc != PCOLL_SUCCESS) return rc;
-    if (spin_us < 0) return PC_ERR(PCOLL_ERR_ARG, "spin_us is %d; it must be >= 0", spin_us);
-    if (max_sleep_us < 1) return PC_ERR(PCOLL_ERR_ARG, "max_sleep_us is %d; it must be >= 1", max_sleep_us);
-    pc_engine_set_policy(ctx->engine, spin_us, max_sleep_us);
+    if (!policy) return PC_ERR(PCOLL_ERR_NULL, "policy is NULL");
+    pc_engine_get_policy(ctx->engine, policy);
+    return PCOLL_SUCCESS;
+}
+
+int pcoll_set_progress_policy(pcoll_t *ctx, const pcoll_progress_policy_t *p)
+{
+    int rc = pc_ctx_check(ctx, __func__);
+    if (rc != PCOLL_SUCCESS) return rc;
+    if (!p) return PC_ERR(PCOLL_ERR_NULL, "policy is NULL");
+    if (p->idle_spin_us < 0 || p->active_spin_us < 0 || p->wait_spin_us < 0)
+        return PC_ERR(PCOLL_ERR_ARG, "spin times must be >= 0 (idle_spin_us %d, active_spin_us %d, wait_spin_us %d)",
+                      p->idle_spin_us, p->active_spin_us, p->wait_spin_us);
+    if (p->max_sleep_us < 1) return PC_ERR(PCOLL_ERR_ARG, "max_sleep_us is %d; it must be >= 1", p->max_sleep_us);
+    pc_engine_set_policy(ctx->engine, p);
     return PCOLL_SUCCESS;
 }
 
@@ -161,17 +199,18 @@ int pcoll_set_allreduce_algo(pcoll_t *ctx, pcoll_allreduce_algo_t algo)
 {
     int rc = pc_ctx_check(ctx, __func__);
     if (rc != PCOLL_SUCCESS) return rc;
-    if ((int)algo < PCOLL_ALGO_AUTO || algo > PCOLL_ALGO_RING)
+    if ((int)algo < PCOLL_ALGO_AUTO || algo > PCOLL_ALGO_DIRECT)
         return PC_ERR(PCOLL_ERR_ARG, "algo %d is not a pcoll_allreduce_algo_t", (int)algo);
     atomic_store(&ctx->algo, (int)algo);
     return PCOLL_SUCCESS;
 }
 
-int pcoll_set_allreduce_small_bytes(pcoll_t *ctx, size_t bytes)
+int pcoll_set_allreduce_thresholds(pcoll_t *ctx, size_t direct_bytes, size_t small_bytes)
 {
     int rc = pc_ctx_check(ctx, __func__);
     if (rc != PCOLL_SUCCESS) return rc;
-    atomic_store(&ctx->small_bytes, bytes);
+    atomic_store(&ctx->direct_bytes, direct_bytes);
+    atomic_store(&ctx->small_bytes, small_bytes);
     return PCOLL_SUCCESS;
 }
 

@@ -18,8 +18,9 @@ struct pcoll_ctx {
     MPI_Comm comm; /* private duplicate of the user's communicator */
     int rank, size;
     int owns_mpi;  /* pcoll_init initialized MPI */
+    int oversubscribed; /* this node runs more threads than it has CPUs */
     atomic_int algo;
-    _Atomic size_t small_bytes;
+    _Atomic size_t direct_bytes, small_bytes;
     pc_tags_t tags;
     pc_engine_t *engine;
 

@@ -80,9 +80,8 @@ void pc_groups_destroy(pc_group_registry_t *reg)
 static int validate(const int *ranks, int n, int size, int rank, const char *fn, int *me)
 {
     if (n < 1) return pc_error(PCOLL_ERR_GROUP, fn, "group_size is %d; a group needs at least one rank", n);
-    if (n > size) return pc_error(PCOLL_ERR_GROUP, fn, "group_size %d exceeds the communicator size %d", n, size);
     unsigned char *seen = calloc((size_t)size, 1);
-    if (!seen) return PCOLL_ERR_NOMEM;
+    if (!seen) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the group");
     int rc = PCOLL_SUCCESS;
     *me = -1;
     for (int i = 0; i < n && rc == PCOLL_SUCCESS; i++) {
@@ -131,7 +130,7 @@ int pc_groups_lookup(pc_group_registry_t *reg, const pc_tags_t *tags, int size, 
         *out = reg->world;
         return PCOLL_SUCCESS;
     }
-    if (n < 1 || n > size) {
+    if (n < 1 || n > size) { /* invalid for sure: let validate say why */
         int me;
         return validate(ranks, n, size, rank, fn, &me);
     }

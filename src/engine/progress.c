@@ -35,7 +35,8 @@ struct pc_engine {
     pc_tags_t tags;
     pthread_t thread;
     atomic_int stop;
-    atomic_int spin_us, max_sleep_us;
+    /* pcoll_progress_policy_t, readable while the thread runs */
+    atomic_int idle_spin_us, active_spin_us, wait_spin_us, max_sleep_us;
 
     /* application -> progress thread */
     pthread_mutex_t qlock;
@@ -245,7 +246,10 @@ static void *progress_main(void *arg)
             continue;
         }
         if (atomic_load(&e->stop) && e->nactive == 0 && !atomic_load(&e->qlen)) break;
-        if (now_us() - last < (double)atomic_load(&e->spin_us)) {
+        /* an operation in flight is polled much longer than idle listeners;
+         * every empty poll gives the CPU to whoever else wants it */
+        int limit = e->nactive ? atomic_load(&e->active_spin_us) : atomic_load(&e->idle_spin_us);
+        if (now_us() - last < (double)limit) {
             sched_yield();
             continue;
         }
@@ -274,14 +278,13 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
-int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, int spin_us, int max_sleep_us, pc_engine_t **out)
+int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy, pc_engine_t **out)
 {
     pc_engine_t *e = calloc(1, sizeof *e);
     if (!e) return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the progress engine");
     e->comm = comm;
     e->tags = *tags;
-    atomic_init(&e->spin_us, spin_us);
-    atomic_init(&e->max_sleep_us, max_sleep_us);
+    pc_engine_set_policy(e, policy);
     e->issuer.post = issue_step;
     e->issuer.self = e;
     pthread_condattr_t ca;
@@ -329,10 +332,20 @@ void pc_engine_destroy(pc_engine_t *e)
     free(e);
 }
 
-void pc_engine_set_policy(pc_engine_t *e, int spin_us, int max_sleep_us)
+void pc_engine_set_policy(pc_engine_t *e, const pcoll_progress_policy_t *p)
 {
-    atomic_store(&e->spin_us, spin_us);
-    atomic_store(&e->max_sleep_us, max_sleep_us);
+    atomic_store(&e->idle_spin_us, p->idle_spin_us);
+    atomic_store(&e->active_spin_us, p->active_spin_us);
+    atomic_store(&e->wait_spin_us, p->wait_spin_us);
+    atomic_store(&e->max_sleep_us, p->max_sleep_us);
+}
+
+void pc_engine_get_policy(const pc_engine_t *e, pcoll_progress_policy_t *p)
+{
+    p->idle_spin_us = atomic_load(&e->idle_spin_us);
+    p->active_spin_us = atomic_load(&e->active_spin_us);
+    p->wait_spin_us = atomic_load(&e->wait_spin_us);
+    p->max_sleep_us = atomic_load(&e->max_sleep_us);
 }
 
 int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg)
@@ -358,7 +371,7 @@ void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg)
 {
     if (pred(arg)) return;
     double t0 = now_us();
-    double spin = (double)atomic_load(&e->spin_us);
+    double spin = (double)atomic_load(&e->wait_spin_us);
     while (now_us() - t0 < spin) {
         sched_yield();
         if (pred(arg)) return;

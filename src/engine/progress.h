@@ -9,10 +9,12 @@
  *   pc_engine_wait(pred)     <-notify--  MPI_Testsome -> step / message
  *                                        callbacks -> pc_engine_notify()
  *
- * Idle policy: after the last completion the thread polls for spin_us, then
- * sleeps in growing pauses (at most max_sleep_us) while receives are posted,
- * and sleeps until posted to when nothing at all is outstanding.  A post wakes
- * it at once.  Everything named pc_engine_* below except post, wait, notify,
+ * Idle policy (pcoll_progress_policy_t, see pcoll.h): after the last
+ * completion the thread polls, yielding the CPU after every empty poll, for
+ * active_spin_us while operations are in flight or idle_spin_us otherwise; then
+ * it sleeps in growing pauses (at most max_sleep_us) while receives are posted,
+ * and until posted to when nothing at all is outstanding.  A post wakes it at
+ * once.  Everything named pc_engine_* below except post, wait, notify,
  * create, destroy and the policy setter runs on the progress thread only.
  */
 #ifndef PC_ENGINE_PROGRESS_H
@@ -30,10 +32,12 @@ typedef void (*pc_msg_fn)(pc_engine_t *e, void *arg, int status, const MPI_Statu
 typedef int (*pc_pred_fn)(void *arg);
 
 /* comm is owned by the caller and must outlive the engine. */
-int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, int spin_us, int max_sleep_us, pc_engine_t **out);
+int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy,
+                     pc_engine_t **out);
 /* Stops the thread once the queued tasks ran; cancels receives still posted. */
 void pc_engine_destroy(pc_engine_t *e);
-void pc_engine_set_policy(pc_engine_t *e, int spin_us, int max_sleep_us);
+void pc_engine_set_policy(pc_engine_t *e, const pcoll_progress_policy_t *policy);
+void pc_engine_get_policy(const pc_engine_t *e, pcoll_progress_policy_t *policy);
 
 /* Any thread: run fn(e, arg) on the progress thread. */
 int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg);

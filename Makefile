@@ -1,0 +1,39 @@
+# pcoll - see README.md.
+#   make              build into build/ (programs in build/bin/)
+#   make test         build and run every test (ctest), sanitizer runs included
+#   make demo         the main job
+#   make install PREFIX=/some/where
+# Each target first installs missing Debian packages (scripts/install-deps.sh).
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?=
+
+# Open MPI needs these to run as root and with more ranks than cores
+MPIRUN  ?= mpirun --oversubscribe --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+
+.PHONY: all build deps test demo install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 \
+	  || { cat $(BUILD).configure.log; exit 1; }
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_FLAGS)
+
+demo: build
+	$(MPIRUN) -np 4 $(BUILD)/bin/pcoll-bench allreduce
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(BUILD).configure.log

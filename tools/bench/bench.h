@@ -1,0 +1,8 @@
+/* pcoll-bench subcommands. Each parses its own flags and returns an exit code. */
+#ifndef PCOLL_BENCH_H
+#define PCOLL_BENCH_H
+
+int bench_allreduce(int argc, char **argv, int rank, int size);
+int bench_idle(int argc, char **argv, int rank, int size);
+
+#endif

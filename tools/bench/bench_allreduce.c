@@ -1,0 +1,195 @@
+/*
+ * pcoll-bench allreduce: for sizes doubling from --min-bytes to --max-bytes,
+ * time pcoll_allreduce, MPI_Allreduce and MPI_Iallreduce + MPI_Wait in the
+ * same run.  The repetitions of a size are split into blocks; each block runs
+ * one variant, the variants take turns block by block, and every block starts
+ * after a settle pause and warm-up operations, so that one variant's idle
+ * threads (pcoll's progress thread polls for a while after an operation)
+ * cannot slow down the next variant's measurement.  Each repetition starts
+ * after a barrier; its time is the slowest rank's.  Reported: the median over
+ * repetitions, and pcoll / MPI_Allreduce.  float32 sum of integer values, so
+ * results can be compared bit for bit (--no-verify skips the comparison).
+ */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "tool.h"
+
+static const char *help =
+    "usage: mpirun -np P pcoll-bench allreduce [flags]\n"
+    "  --min-bytes B   smallest message (default 8)\n"
+    "  --max-bytes B   largest message (default 64M); sizes double in between\n"
+    "  --iters N       repetitions per size (default: 200 for small sizes,\n"
+    "                  fewer for large ones, at least 10)\n"
+    "  --warmup N      untimed operations before each block of a variant (default 3)\n"
+    "  --algo A        force pcoll's algorithm: auto|recdbl|rabenseifner|ring|direct\n"
+    "                  (default auto; PCOLL_ALLREDUCE_ALGO also works)\n"
+    "  --json          one JSON object per size: bench, algo, ranks, bytes,\n"
+    "                  pcoll_us, mpi_us, impi_us, ratio (+ pcoll_min_us, pcoll_avg_us)\n"
+    "  --no-verify     do not compare pcoll's results with MPI_Allreduce's\n"
+    "sizes take K, M, G suffixes (binary). Times are microseconds.\n";
+
+enum { V_PCOLL, V_MPI, V_IMPI, NV };
+enum { BLOCKS = 5, SETTLE_US = 2000 };
+
+static void run_one(int v, pcoll_t *ctx, const float *in, float *out, size_t count)
+{
+    if (v == V_PCOLL) {
+        int rc = pcoll_allreduce(ctx, in, out, count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
+        if (rc != PCOLL_SUCCESS) {
+            fprintf(stderr, "pcoll_allreduce: %s\n", pcoll_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    } else if (v == V_MPI) {
+        MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    } else {
+        MPI_Request r;
+        MPI_Iallreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+}
+
+static int auto_iters(size_t bytes)
+{
+    double n = 2e8 / ((double)bytes + 1e5);
+    return n > 200 ? 200 : n < BLOCKS * 2 ? BLOCKS * 2 : (int)n;
+}
+
+int bench_allreduce(int argc, char **argv, int rank, int size)
+{
+    const char *prog = "pcoll-bench allreduce";
+    size_t min_bytes = 8, max_bytes = (size_t)64 << 20;
+    long iters = 0, warmup = 3;
+    int json = 0, verify = 1;
+    pcoll_allreduce_algo_t algo = PCOLL_ALGO_AUTO;
+    static struct option opts[] = {{"min-bytes", required_argument, 0, 'm'}, {"max-bytes", required_argument, 0, 'M'},
+                                   {"iters", required_argument, 0, 'i'},     {"warmup", required_argument, 0, 'w'},
+                                   {"algo", required_argument, 0, 'a'},      {"json", no_argument, 0, 'j'},
+                                   {"no-verify", no_argument, 0, 'n'},       {"help", no_argument, 0, 'h'},
+                                   {0, 0, 0, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': min_bytes = tool_flag_bytes(prog, "--min-bytes", optarg); break;
+        case 'M': max_bytes = tool_flag_bytes(prog, "--max-bytes", optarg); break;
+        case 'i': iters = tool_flag_long(prog, "--iters", optarg, 1, 1000000); break;
+        case 'w': warmup = tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
+        case 'a':
+            if (!strcmp(optarg, "auto")) algo = PCOLL_ALGO_AUTO;
+            else if (!strcmp(optarg, "recdbl")) algo = PCOLL_ALGO_RECDBL;
+            else if (!strcmp(optarg, "rabenseifner")) algo = PCOLL_ALGO_RABENSEIFNER;
+            else if (!strcmp(optarg, "ring")) algo = PCOLL_ALGO_RING;
+            else if (!strcmp(optarg, "direct")) algo = PCOLL_ALGO_DIRECT;
+            else tool_usage_error(prog, "--algo: \"%s\" is not auto|recdbl|rabenseifner|ring|direct", optarg);
+            break;
+        case 'j': json = 1; break;
+        case 'n': verify = 0; break;
+        case 'h':
+            if (rank == 0) fputs(help, stdout);
+            return 0;
+        default: tool_usage_error(prog, "unknown flag \"%s\"", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
+    if (min_bytes < 4) min_bytes = 4;
+    if (max_bytes < min_bytes) tool_usage_error(prog, "--max-bytes is smaller than --min-bytes");
+    if (max_bytes / 4 > (size_t)INT32_MAX) tool_usage_error(prog, "--max-bytes: MPI counts are limited to 2^31-1");
+
+    pcoll_t *ctx = tool_pcoll_init();
+    if (algo != PCOLL_ALGO_AUTO) pcoll_set_allreduce_algo(ctx, algo);
+    size_t maxcount = max_bytes / 4;
+    float *in = malloc(maxcount * sizeof(float));
+    float *out[NV];
+    for (int v = 0; v < NV; v++) out[v] = malloc(maxcount * sizeof(float));
+    if (!in || !out[0] || !out[1] || !out[2]) {
+        fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", prog, max_bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t i = 0; i < maxcount; i++) in[i] = (float)((int)((i * 7 + (size_t)rank * 13) % 97) - 48);
+
+    if (rank == 0 && !json) {
+        printf("# pcoll-bench allreduce: %d ranks, float32 sum; time = median over repetitions of the slowest rank\n",
+               size);
+        printf("%10s  %-12s %6s %11s %11s %11s %9s\n", "bytes", "algo", "reps", "pcoll_us", "mpi_us", "impi_us",
+               "pcoll/mpi");
+    }
+    int failures = 0;
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+        size_t count = bytes / 4;
+        int reps = iters ? (int)iters : auto_iters(bytes);
+        double *t[NV], *slow[NV], *fast[NV], *sum[NV];
+        for (int v = 0; v < NV; v++) {
+            t[v] = malloc(sizeof(double) * (size_t)reps);
+            slow[v] = malloc(sizeof(double) * (size_t)reps);
+            fast[v] = malloc(sizeof(double) * (size_t)reps);
+            sum[v] = malloc(sizeof(double) * (size_t)reps);
+        }
+        for (int b = 0; b < BLOCKS; b++)
+            for (int k = 0; k < NV; k++) {
+                int v = (k + b) % NV;
+                MPI_Barrier(MPI_COMM_WORLD);
+                usleep(SETTLE_US);
+                for (int w = 0; w < warmup; w++) run_one(v, ctx, in, out[v], count);
+                for (int r = b * reps / BLOCKS; r < (b + 1) * reps / BLOCKS; r++) {
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    double t0 = tool_now_us();
+                    run_one(v, ctx, in, out[v], count);
+                    t[v][r] = tool_now_us() - t0;
+                }
+            }
+        for (int v = 0; v < NV; v++) {
+            MPI_Allreduce(t[v], slow[v], reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            MPI_Allreduce(t[v], fast[v], reps, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(t[v], sum[v], reps, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        }
+        int bad = verify && (memcmp(out[V_PCOLL], out[V_MPI], count * sizeof(float)) != 0);
+        int anybad = 0;
+        MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        failures += anybad;
+        double med[NV];
+        for (int v = 0; v < NV; v++) med[v] = tool_median(slow[v], (size_t)reps);
+        for (int r = 0; r < reps; r++) sum[V_PCOLL][r] /= size;
+        double pmin = tool_median(fast[V_PCOLL], (size_t)reps), pavg = tool_median(sum[V_PCOLL], (size_t)reps);
+        const char *aname = pcoll_allreduce_algo_name(pcoll_allreduce_algo_for(ctx, count * 4, size));
+        if (rank == 0) {
+            if (json) {
+                tool_json_t j;
+                tool_json_begin(&j);
+                tool_json_str(&j, "bench", "allreduce");
+                tool_json_str(&j, "algo", aname);
+                tool_json_int(&j, "ranks", size);
+                tool_json_int(&j, "bytes", (long long)(count * 4));
+                tool_json_num(&j, "pcoll_us", med[V_PCOLL]);
+                tool_json_num(&j, "mpi_us", med[V_MPI]);
+                tool_json_num(&j, "impi_us", med[V_IMPI]);
+                tool_json_num(&j, "ratio", med[V_PCOLL] / med[V_MPI]);
+                tool_json_num(&j, "pcoll_min_us", pmin);
+                tool_json_num(&j, "pcoll_avg_us", pavg);
+                tool_json_int(&j, "reps", reps);
+                tool_json_str(&j, "verified", !verify ? "no" : anybad ? "FAILED" : "yes");
+                tool_json_end(&j, stdout);
+            } else {
+                printf("%10zu  %-12s %6d %11.1f %11.1f %11.1f %9.2f%s\n", count * 4, aname, reps, med[V_PCOLL],
+                       med[V_MPI], med[V_IMPI], med[V_PCOLL] / med[V_MPI], anybad ? "  RESULT DIFFERS" : "");
+                fflush(stdout);
+            }
+        }
+        for (int v = 0; v < NV; v++) {
+            free(t[v]);
+            free(slow[v]);
+            free(fast[v]);
+            free(sum[v]);
+        }
+        if (bytes > SIZE_MAX / 2) break;
+    }
+    if (rank == 0 && failures) fprintf(stderr, "%s: %d sizes gave results different from MPI_Allreduce\n", prog, failures);
+    pcoll_finalize(&ctx);
+    free(in);
+    for (int v = 0; v < NV; v++) free(out[v]);
+    return failures ? 1 : 0;
+}

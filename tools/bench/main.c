@@ -1,0 +1,34 @@
+/* pcoll-bench: benchmarks that compare pcoll with MPI in the same run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+#include "tool.h"
+
+static const char *usage =
+    "usage: mpirun -np P pcoll-bench <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  allreduce   size sweep: pcoll_allreduce vs MPI_Allreduce vs MPI_Iallreduce\n"
+    "  idle        CPU time used by initialized, idle processes\n"
+    "\n"
+    "pcoll-bench <command> --help lists the command's flags.\n";
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    tool_mpi_init(&argc, &argv, &rank, &size);
+    int rc = 2;
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        if (rank == 0) fputs(usage, argc < 2 ? stderr : stdout);
+        rc = argc < 2 ? 2 : 0;
+    } else if (strcmp(argv[1], "allreduce") == 0) {
+        rc = bench_allreduce(argc - 1, argv + 1, rank, size);
+    } else if (strcmp(argv[1], "idle") == 0) {
+        rc = bench_idle(argc - 1, argv + 1, rank, size);
+    } else {
+        if (rank == 0) fprintf(stderr, "pcoll-bench: unknown command \"%s\"\n\n%s", argv[1], usage);
+    }
+    MPI_Finalize();
+    return rc;
+}

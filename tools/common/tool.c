@@ -1,0 +1,137 @@
+#include "tool.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/parse.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double tool_median(double *v, size_t n)
+{
+    if (n == 0) return NAN;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double tool_mean(const double *v, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += v[i];
+    return n ? s / (double)n : NAN;
+}
+
+static void json_key(tool_json_t *j, const char *key)
+{
+    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "%s\"%s\":", j->fields++ ? "," : "", key);
+}
+
+void tool_json_begin(tool_json_t *j)
+{
+    j->len = (size_t)snprintf(j->buf, sizeof j->buf, "{");
+    j->fields = 0;
+}
+
+void tool_json_str(tool_json_t *j, const char *key, const char *value)
+{
+    json_key(j, key);
+    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "\"");
+    for (const char *c = value; *c && j->len + 4 < sizeof j->buf; c++) {
+        if (*c == '"' || *c == '\\') j->buf[j->len++] = '\\';
+        j->buf[j->len++] = *c;
+    }
+    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "\"");
+}
+
+void tool_json_num(tool_json_t *j, const char *key, double value)
+{
+    json_key(j, key);
+    if (isfinite(value))
+        j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "%.6g", value);
+    else
+        j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "null");
+}
+
+void tool_json_int(tool_json_t *j, const char *key, long long value)
+{
+    json_key(j, key);
+    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "%lld", value);
+}
+
+void tool_json_end(tool_json_t *j, FILE *out)
+{
+    fprintf(out, "%s}\n", j->buf);
+    fflush(out);
+}
+
+void tool_mpi_init(int *argc, char ***argv, int *rank, int *size)
+{
+    int provided;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "MPI_Init_thread failed\n");
+        exit(1);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
+pcoll_t *tool_pcoll_init(void)
+{
+    pcoll_t *ctx = NULL;
+    int rc = pcoll_init(MPI_COMM_WORLD, &ctx);
+    if (rc != PCOLL_SUCCESS) {
+        fprintf(stderr, "pcoll_init failed: %s\n", pcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return ctx;
+}
+
+void tool_usage_error(const char *prog, const char *fmt, ...)
+{
+    int rank = 0, init = 0;
+    MPI_Initialized(&init);
+    if (init) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: ", prog);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, " (see %s --help)\n", prog);
+        va_end(ap);
+    }
+    if (init) MPI_Finalize();
+    exit(2);
+}
+
+size_t tool_flag_bytes(const char *prog, const char *flag, const char *value)
+{
+    size_t v;
+    if (pc_parse_bytes(value, &v) != 0)
+        tool_usage_error(prog, "%s: \"%s\" is not a byte size (e.g. 64, 4K, 4M)", flag, value ? value : "");
+    return v;
+}
+
+long tool_flag_long(const char *prog, const char *flag, const char *value, long min, long max)
+{
+    long v;
+    if (pc_parse_long(value, min, max, &v) != 0)
+        tool_usage_error(prog, "%s: \"%s\" is not a whole number in %ld..%ld", flag, value ? value : "", min, max);
+    return v;
+}
+
+double tool_flag_double(const char *prog, const char *flag, const char *value, double min, double max)
+{
+    double v;
+    if (pc_parse_double(value, &v) != 0 || v < min || v > max)
+        tool_usage_error(prog, "%s: \"%s\" is not a number in %g..%g", flag, value ? value : "", min, max);
+    return v;
+}
+
+double tool_now_us(void) { return MPI_Wtime() * 1e6; }

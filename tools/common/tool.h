@@ -1,0 +1,42 @@
+/* Helpers shared by the command-line tools: statistics, JSON lines, MPI
+ * start-up with a clear message, and flag parsing. */
+#ifndef PCOLL_TOOL_H
+#define PCOLL_TOOL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "pcoll.h"
+
+/* Median of n values (sorts them in place). */
+double tool_median(double *v, size_t n);
+double tool_mean(const double *v, size_t n);
+
+/* One JSON object per line: tool_json_begin, fields, tool_json_end. */
+typedef struct tool_json {
+    char buf[2048];
+    size_t len;
+    int fields;
+} tool_json_t;
+void tool_json_begin(tool_json_t *j);
+void tool_json_str(tool_json_t *j, const char *key, const char *value);
+void tool_json_num(tool_json_t *j, const char *key, double value);
+void tool_json_int(tool_json_t *j, const char *key, long long value);
+void tool_json_end(tool_json_t *j, FILE *out);
+
+/* MPI_Init_thread(MULTIPLE) or exit with a message. */
+void tool_mpi_init(int *argc, char ***argv, int *rank, int *size);
+/* pcoll_init on MPI_COMM_WORLD or MPI_Abort with pcoll's message. */
+pcoll_t *tool_pcoll_init(void);
+
+/* Flag values; on a bad value print "<prog>: --flag: reason" on rank 0 and
+ * exit(2) at every rank (all ranks parse the same arguments). */
+size_t tool_flag_bytes(const char *prog, const char *flag, const char *value);
+long tool_flag_long(const char *prog, const char *flag, const char *value, long min, long max);
+double tool_flag_double(const char *prog, const char *flag, const char *value, double min, double max);
+void tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* Wall-clock microseconds (MPI_Wtime). */
+double tool_now_us(void);
+
+#endif
