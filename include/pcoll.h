@@ -215,7 +215,14 @@ typedef struct pcoll_partial_config {
     int quorum;                /* QUORUM: ranks needed, 1 <= quorum <= P      */
     pcoll_contrib_mode_t mode;
     int sync_every;            /* tau: every tau-th round is synchronous
-                                  (all ranks arrive); 0 = never              */
+                                  (all ranks arrive); 0 = never.  Then no
+                                  pcoll_partial_allreduce call delivers more
+                                  than tau rounds, except after the rank was
+                                  blocked in another pcoll call (a flush, a
+                                  wait...): such a rank counts as arrived, as
+                                  otherwise two objects could wait for each
+                                  other forever; info.parked tells.  A flush
+                                  delivers whatever is outstanding.          */
     uint64_t seed;             /* MAJORITY initiator sequence                 */
 } pcoll_partial_config_t;
 
@@ -241,6 +248,9 @@ typedef struct pcoll_partial_info {
     int own_included;       /* this call's contribution is in the result      */
     int root;               /* rank that started the last round               */
     int synchronous;        /* the last round was synchronous (tau or flush)  */
+    uint64_t parked;        /* covered rounds that counted this rank as arrived
+                               while it was blocked in another pcoll call (see
+                               pcoll_partial_config_t.sync_every)             */
 } pcoll_partial_info_t;
 
 /* Collective over the context (every rank, same order, same arguments).
@@ -276,7 +286,12 @@ PCOLL_API int pcoll_partial_free(pcoll_partial_t **p);
 /* One completed round, as seen by an observer. */
 typedef struct pcoll_round {
     uint64_t round;
-    int root;
+    int root;          /* the rank that started the round (SOLO: the first
+                          initiator this rank heard from; MAJORITY: always
+                          initiator(round); the leader for synchronous ones) */
+    int stand_in;      /* MAJORITY: as far as this rank saw, the leader
+                          started the round on behalf of an initiator that was
+                          blocked in another pcoll call or flushing */
     int active;
     uint64_t contributions;
     int synchronous;

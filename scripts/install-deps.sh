@@ -5,8 +5,9 @@
 #   scripts/install-deps.sh --check  only report what is missing (exit 1 if any)
 set -eu
 
-# build: compiler, cmake, MPI; demo/train: dataset and plotting; tests: pkg-config
-PACKAGES="gcc make cmake pkgconf libopenmpi-dev openmpi-bin dataset-fashion-mnist gnuplot-nox"
+# build: compiler, cmake, MPI, zlib (gzip-compressed dataset); demo/train: dataset
+# and plotting; tests: pkg-config
+PACKAGES="gcc make cmake pkgconf zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist gnuplot-nox"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -256,7 +256,11 @@ int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
         pc_sched_free(req.sched);
         return PC_ERR(rc, "cannot queue the operation");
     }
-    pc_engine_wait(ctx->engine, is_done, &req);
+    if (!is_done(&req)) {
+        pc_ctx_park(ctx, NULL, 1);
+        pc_engine_wait(ctx->engine, is_done, &req);
+        pc_ctx_park(ctx, NULL, 0);
+    }
     return finish(&req);
 }
 
@@ -312,7 +316,12 @@ int pcoll_wait(pcoll_request_t **preq)
 {
     if (!preq) return PC_ERR(PCOLL_ERR_NULL, "req is NULL");
     if (!*preq) return PCOLL_SUCCESS;
-    pc_engine_wait((*preq)->ctx->engine, is_done, *preq);
+    pcoll_request_t *req = *preq;
+    if (!is_done(req)) {
+        pc_ctx_park(req->ctx, NULL, 1);
+        pc_engine_wait(req->ctx->engine, is_done, req);
+        pc_ctx_park(req->ctx, NULL, 0);
+    }
     return release(preq);
 }
 

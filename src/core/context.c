@@ -245,6 +245,7 @@ void pc_ctx_register_object(pcoll_t *ctx, pc_partial_link_t *link)
     pthread_mutex_lock(&ctx->lock);
     link->next = ctx->partials;
     ctx->partials = link;
+    ctx->nparkers += link->park_fn != NULL;
     pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -254,7 +255,42 @@ void pc_ctx_unregister_object(pcoll_t *ctx, pc_partial_link_t *link)
     for (pc_partial_link_t **pp = &ctx->partials; *pp; pp = &(*pp)->next)
         if (*pp == link) {
             *pp = link->next;
+            ctx->nparkers -= link->park_fn != NULL;
             break;
         }
     pthread_mutex_unlock(&ctx->lock);
+}
+
+typedef struct park_task {
+    pcoll_t *ctx;
+    const pc_partial_link_t *except;
+    int parked;
+} park_task_t;
+
+static void park_run(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    park_task_t *t = arg;
+    pthread_mutex_lock(&t->ctx->lock);
+    for (pc_partial_link_t *link = t->ctx->partials; link; link = link->next)
+        if (link != t->except && link->park_fn) link->park_fn(link->object, t->parked);
+    pthread_mutex_unlock(&t->ctx->lock);
+    free(t);
+}
+
+void pc_ctx_park(pcoll_t *ctx, const pc_partial_link_t *except, int parked)
+{
+    pthread_mutex_lock(&ctx->lock);
+    int others = ctx->nparkers - (except && except->park_fn ? 1 : 0);
+    pthread_mutex_unlock(&ctx->lock);
+    if (others <= 0) return; /* the common case: nobody to tell, nothing posted */
+    park_task_t *t = malloc(sizeof *t);
+    if (!t) {
+        pc_log(PCOLL_LOG_ERROR, "no memory to report a blocking call to partial objects");
+        return;
+    }
+    t->ctx = ctx;
+    t->except = except;
+    t->parked = parked;
+    if (pc_engine_post(ctx->engine, park_run, t) != PCOLL_SUCCESS) free(t);
 }

@@ -33,6 +33,7 @@ struct pcoll_ctx {
     uint32_t next_object_channel;
     long live_requests;
     pc_partial_link_t *partials; /* live partial objects, newest first */
+    int nparkers;                /* of them, those with a park_fn */
 
     atomic_long inflight; /* operations started and not completed */
 };
@@ -45,14 +46,25 @@ void pc_ctx_free_channel(pcoll_t *ctx, uint32_t channel);
 /* Checks ctx is usable from the public API. */
 int pc_ctx_check(const pcoll_t *ctx, const char *fn);
 
-/* Collective teardown hooks (partial objects left alive at finalize). */
+/*
+ * Live persistent objects.  free_fn frees one collectively (finalize frees
+ * what the application left).  park_fn, if set, is called on the progress
+ * thread whenever the application blocks in (parked = 1) or leaves (0) a
+ * pcoll call that is not about this object: objects whose rounds wait for
+ * other ranks' arrivals count such a rank as arrived (see partial/leader.c).
+ */
 struct pc_partial_link {
     void *object;
     void (*free_fn)(void *object);
+    void (*park_fn)(void *object, int parked);
     pc_partial_link_t *next;
 };
 void pc_ctx_register_object(pcoll_t *ctx, pc_partial_link_t *link);
 void pc_ctx_unregister_object(pcoll_t *ctx, pc_partial_link_t *link);
+
+/* Application thread, around a blocking wait: tells every other live object
+ * with a park_fn (none: nothing is posted).  except may be NULL. */
+void pc_ctx_park(pcoll_t *ctx, const pc_partial_link_t *except, int parked);
 
 /* Schedule cache (collective.c). */
 void pc_cache_clear(pcoll_t *ctx);

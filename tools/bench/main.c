@@ -10,6 +10,8 @@ static const char *usage =
     "\n"
     "commands:\n"
     "  allreduce   size sweep: pcoll_allreduce vs MPI_Allreduce vs MPI_Iallreduce\n"
+    "  skew        eager-SGD microbenchmark: linearly skewed ranks, MPI_Allreduce\n"
+    "              vs solo / majority / quorum partial allreduce (latency, NAP)\n"
     "  idle        CPU time used by initialized, idle processes\n"
     "\n"
     "pcoll-bench <command> --help lists the command's flags.\n";
@@ -24,6 +26,8 @@ int main(int argc, char **argv)
         rc = argc < 2 ? 2 : 0;
     } else if (strcmp(argv[1], "allreduce") == 0) {
         rc = bench_allreduce(argc - 1, argv + 1, rank, size);
+    } else if (strcmp(argv[1], "skew") == 0) {
+        rc = bench_skew(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "idle") == 0) {
         rc = bench_idle(argc - 1, argv + 1, rank, size);
     } else {
