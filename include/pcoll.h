@@ -157,8 +157,9 @@ PCOLL_API int pcoll_set_allreduce_algo(pcoll_t *ctx, pcoll_allreduce_algo_t algo
 
 /*
  * The automatic choice for a group of n ranks and a message of `bytes`:
- *   direct        if n >= 3 and bytes * (n - 1) <= direct_bytes
- *                 (PCOLL_ALLREDUCE_DIRECT_BYTES, default 16384);
+ *   direct        if n >= 3 and (bytes + 1024) * (n - 1) <= direct_bytes
+ *                 (PCOLL_ALLREDUCE_DIRECT_BYTES, default 32768: each of the
+ *                 n - 1 messages a rank sends costs about 1 KiB extra);
  *   recdbl        else if n <= 2 or bytes <= small_bytes
  *                 (PCOLL_ALLREDUCE_SMALL_BYTES, default 8192);
  *   rabenseifner  else if n is a power of two;

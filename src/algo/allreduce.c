@@ -14,7 +14,10 @@ pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t
                                            size_t bytes, int n)
 {
     if (forced != PCOLL_ALGO_AUTO) return forced;
-    if (n >= 3 && bytes <= direct_bytes / (size_t)(n - 1)) return PCOLL_ALGO_DIRECT;
+    /* direct sends n - 1 messages per rank: count each as its bytes plus
+     * about 1 KiB of fixed cost, so that large groups fall back to log2(n)
+     * messages per rank even for tiny vectors */
+    if (n >= 3 && bytes + 1024 <= direct_bytes / (size_t)(n - 1)) return PCOLL_ALGO_DIRECT;
     if (n <= 2 || bytes <= small_bytes) return PCOLL_ALGO_RECDBL;
     if ((n & (n - 1)) == 0) return PCOLL_ALGO_RABENSEIFNER;
     return PCOLL_ALGO_RING;

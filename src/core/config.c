@@ -10,7 +10,7 @@
 void pc_config_defaults(pc_config_t *cfg, int oversubscribed)
 {
     cfg->algo = PCOLL_ALGO_AUTO;
-    cfg->direct_bytes = 16384;
+    cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
     /* with more threads than CPUs a spinning thread takes the CPU from the
      * very rank it waits for: block at once instead */

@@ -12,9 +12,16 @@
 
 #include "../core/error.h"
 #include "../core/log.h"
+#include "doorbell.h"
 
 /* MPI counts are int: larger messages go out as several requests. */
 #define PC_CHUNK_BYTES ((size_t)1 << 30)
+
+/* After its doorbell rang the thread polls at least this long before it may
+ * sleep again: the message may not be matched yet, or another thread inside
+ * MPI (the application's own MPI calls, under MPI_THREAD_MULTIPLE) may match
+ * it for us, and then nobody rings a second time. */
+#define PC_RING_SPIN_US 100.0
 
 typedef struct task {
     pc_task_fn fn;
@@ -28,6 +35,8 @@ typedef struct owner {
     pc_msg_fn fn;      /* ... a message with a callback     */
     void *arg;
     int listener;
+    int send_to;       /* a send: its destination, else -1  */
+    int control;       /* a control message (rings any sleeper) */
 } owner_t;
 
 struct pc_engine {
@@ -38,12 +47,11 @@ struct pc_engine {
     /* pcoll_progress_policy_t, readable while the thread runs */
     atomic_int idle_spin_us, active_spin_us, wait_spin_us, max_sleep_us;
 
-    /* application -> progress thread */
+    /* application -> progress thread; peers and posts ring the doorbell */
     pthread_mutex_t qlock;
-    pthread_cond_t qcond;
     task_t *qhead, *qtail;
     atomic_int qlen;
-    int sleeping;
+    pc_doorbells_t *bells;
 
     /* progress thread -> application */
     pthread_mutex_t wlock;
@@ -71,6 +79,14 @@ static double now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void ring_peer(pc_engine_t *e, const owner_t *o)
+{
+    if (o->control)
+        pc_doorbell_ring(e->bells, o->send_to);
+    else
+        pc_doorbell_ring_data(e->bells, o->send_to);
 }
 
 static int add_request(pc_engine_t *e, MPI_Request r, owner_t o)
@@ -114,6 +130,10 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
         int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r)
                          : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r);
         if (rc != MPI_SUCCESS) return pc_mpi_error(rc, __func__, is_send ? "MPI_Isend" : "MPI_Irecv");
+        if (is_send) { /* a sleeping neighbour starts polling */
+            o.send_to = peer;
+            ring_peer(e, &o);
+        }
         if ((rc = add_request(e, r, o)) != PCOLL_SUCCESS) {
             MPI_Cancel(&r);
             MPI_Request_free(&r);
@@ -128,7 +148,7 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
 static int issue_step(void *self, pc_sched_t *s, int step)
 {
     pc_engine_t *e = self;
-    owner_t o = {.sched = s, .step = step};
+    owner_t o = {.sched = s, .step = step, .send_to = -1};
     int t = pc_sched_tag_base(s) | ((int)pc_sched_step_tagstep(s, step) & (int)e->tags.step_mask);
     int n = 0;
     int rc = post_message(e, pc_sched_step_kind(s, step) == PC_STEP_SEND, pc_sched_step_buf(s, step),
@@ -152,7 +172,10 @@ static int by_index_desc(const void *a, const void *b) { return *(const int *)b 
 
 int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int tag, pc_msg_fn fn, void *arg)
 {
-    owner_t o = {.fn = fn, .arg = arg, .step = -1};
+    /* a message with a callback is control: it wakes the destination even
+     * when idle (activations and arrivals reach idle ranks); schedule steps
+     * wake only ranks that wait inside an operation */
+    owner_t o = {.fn = fn, .arg = arg, .step = -1, .send_to = -1, .control = 1};
     int n;
     if (bytes > PC_CHUNK_BYTES) return PCOLL_ERR_INTERNAL; /* control messages are small */
     return post_message(e, 1, (void *)buf, bytes, peer, tag, o, &n);
@@ -161,7 +184,7 @@ int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int
 int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,
                     void *arg)
 {
-    owner_t o = {.fn = fn, .arg = arg, .step = -1, .listener = listener};
+    owner_t o = {.fn = fn, .arg = arg, .step = -1, .listener = listener, .send_to = -1};
     int n;
     if (bytes > PC_CHUNK_BYTES) return PCOLL_ERR_INTERNAL;
     return post_message(e, 0, buf, bytes, peer, tag, o, &n);
@@ -198,6 +221,8 @@ static int test_requests(pc_engine_t *e)
     }
     for (int k = 0; k < outcount; k++) {
         owner_t *o = &e->done_owners[k];
+        /* the data is at the destination now: make sure it looks */
+        if (o->send_to >= 0) ring_peer(e, o);
         if (o->sched) {
             int32_t *left = pc_sched_step_aux(o->sched, o->step);
             if (e->done_rc[k] != PCOLL_SUCCESS) pc_log(PCOLL_LOG_ERROR, "message of a schedule step failed");
@@ -228,15 +253,35 @@ static int run_tasks(pc_engine_t *e)
     return n;
 }
 
+/* How long the thread may sleep when it found nothing to do. */
+static long sleep_timeout_us(pc_engine_t *e, int *pause_us)
+{
+    if (e->nreqs == 0) return -1; /* nothing can arrive: until posted to */
+    if (e->nactive == 0 && pc_doorbells_all_local(e->bells))
+        return 20000; /* only listeners, and every sender rings: a safety net */
+    /* operations in flight (MPI may need polling to move them), or peers on
+     * other nodes that cannot ring: growing pauses */
+    long t = *pause_us;
+    int cap = atomic_load(&e->max_sleep_us);
+    *pause_us = *pause_us * 2 > cap ? cap : *pause_us * 2;
+    return t;
+}
+
 static void *progress_main(void *arg)
 {
     pc_engine_t *e = arg;
     /* short sleeps should be short: the default 50 us timer slack is not */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    double last = now_us();
+    double last = now_us(), rung = 0;
+    uint32_t last_seq = pc_doorbell_seq(e->bells);
     int pause_us = 1;
     for (;;) {
         atomic_fetch_add_explicit(&e->n_loops, 1, memory_order_relaxed);
+        uint32_t seq = pc_doorbell_seq(e->bells); /* before looking for work */
+        if (seq != last_seq) { /* rung since we last looked */
+            last_seq = seq;
+            rung = now_us();
+        }
         int did = 0;
         if (atomic_load(&e->qlen)) did += run_tasks(e);
         if (e->nreqs) did += test_requests(e);
@@ -249,31 +294,13 @@ static void *progress_main(void *arg)
         /* an operation in flight is polled much longer than idle listeners;
          * every empty poll gives the CPU to whoever else wants it */
         int limit = e->nactive ? atomic_load(&e->active_spin_us) : atomic_load(&e->idle_spin_us);
-        if (now_us() - last < (double)limit) {
+        double t = now_us();
+        if (t - last < (double)limit || (e->nreqs && t - rung < PC_RING_SPIN_US)) {
             sched_yield();
             continue;
         }
-        pthread_mutex_lock(&e->qlock);
-        if (!e->qhead && !atomic_load(&e->stop)) {
-            e->sleeping = 1;
-            atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
-            if (e->nreqs == 0) {
-                pthread_cond_wait(&e->qcond, &e->qlock);
-            } else {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_nsec += (long)pause_us * 1000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec += ts.tv_nsec / 1000000000L;
-                    ts.tv_nsec %= 1000000000L;
-                }
-                pthread_cond_timedwait(&e->qcond, &e->qlock, &ts);
-                int cap = atomic_load(&e->max_sleep_us);
-                pause_us = pause_us * 2 > cap ? cap : pause_us * 2;
-            }
-            e->sleeping = 0;
-        }
-        pthread_mutex_unlock(&e->qlock);
+        atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
+        pc_doorbell_sleep(e->bells, seq, sleep_timeout_us(e, &pause_us), e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE);
     }
     return NULL;
 }
@@ -287,16 +314,16 @@ int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_
     pc_engine_set_policy(e, policy);
     e->issuer.post = issue_step;
     e->issuer.self = e;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (pc_doorbells_create(comm, &e->bells) != PCOLL_SUCCESS) {
+        free(e);
+        return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the doorbells");
+    }
     pthread_mutex_init(&e->qlock, NULL);
-    pthread_cond_init(&e->qcond, &ca);
     pthread_mutex_init(&e->wlock, NULL);
-    pthread_cond_init(&e->wcond, &ca);
-    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&e->wcond, NULL);
     int rc = pthread_create(&e->thread, NULL, progress_main, e);
     if (rc != 0) {
+        pc_doorbells_destroy(e->bells);
         free(e);
         return PC_ERR(PCOLL_ERR_INTERNAL, "cannot start the progress thread: %s", strerror(rc));
     }
@@ -307,10 +334,8 @@ int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_
 void pc_engine_destroy(pc_engine_t *e)
 {
     if (!e) return;
-    pthread_mutex_lock(&e->qlock);
     atomic_store(&e->stop, 1);
-    pthread_cond_signal(&e->qcond);
-    pthread_mutex_unlock(&e->qlock);
+    pc_doorbell_ring_self(e->bells);
     pthread_join(e->thread, NULL);
     /* only listeners can be left: nobody will send to them any more */
     for (int i = 0; i < e->nreqs; i++) {
@@ -325,8 +350,8 @@ void pc_engine_destroy(pc_engine_t *e)
     free(e->done_owners);
     free(e->done_status);
     free(e->done_rc);
+    pc_doorbells_destroy(e->bells); /* collective: every rank is in pcoll_finalize */
     pthread_mutex_destroy(&e->qlock);
-    pthread_cond_destroy(&e->qcond);
     pthread_mutex_destroy(&e->wlock);
     pthread_cond_destroy(&e->wcond);
     free(e);
@@ -362,8 +387,8 @@ int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg)
         e->qhead = t;
     e->qtail = t;
     atomic_fetch_add(&e->qlen, 1);
-    if (e->sleeping) pthread_cond_signal(&e->qcond);
     pthread_mutex_unlock(&e->qlock);
+    pc_doorbell_ring_self(e->bells);
     return PCOLL_SUCCESS;
 }
 

@@ -54,7 +54,8 @@ int pc_engine_run(pc_engine_t *e, pc_sched_t *s, int tag_base);
 
 /* Progress thread: a message with a completion callback.  A `listener`
  * receive is one that may wait indefinitely (activation, arrivals): while only
- * listeners are outstanding the thread is idle and may sleep. */
+ * listeners are outstanding the thread is idle and may sleep.  Such sends
+ * ring the destination's doorbell (doorbell.h) when posted and when done. */
 int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int tag, pc_msg_fn fn, void *arg);
 int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,
                     void *arg);

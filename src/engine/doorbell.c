@@ -1,0 +1,157 @@
+#include "doorbell.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/log.h"
+#include "pcoll.h"
+
+/* one cache line per rank: ringing one rank does not disturb another */
+typedef struct bell {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t sleeping;
+    char pad[56];
+} bell_t;
+
+struct pc_doorbells {
+    bell_t *mine;
+    bell_t **peer; /* by rank in comm; NULL: not on this node */
+    int size;
+    int shared;    /* the bells live in node-shared memory */
+    int all_local;
+    MPI_Win win;
+    MPI_Comm node;
+};
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *timeout)
+{
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, timeout, NULL, 0);
+}
+
+/* Shared bells for the node's ranks; 0 on success. */
+static int share(pc_doorbells_t *d, MPI_Comm comm)
+{
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &d->node) != MPI_SUCCESS) return -1;
+    int local_size, local_rank, ok = 1;
+    MPI_Comm_size(d->node, &local_size);
+    MPI_Comm_rank(d->node, &local_rank);
+    void *base = NULL;
+    if (MPI_Win_allocate_shared((MPI_Aint)sizeof(bell_t), (int)sizeof(bell_t), MPI_INFO_NULL, d->node, &base,
+                                &d->win) != MPI_SUCCESS) {
+        MPI_Comm_free(&d->node);
+        return -1;
+    }
+    d->mine = base;
+    atomic_store(&d->mine->seq, 0);
+    atomic_store(&d->mine->sleeping, 0);
+    MPI_Group g_comm, g_node;
+    MPI_Comm_group(comm, &g_comm);
+    MPI_Comm_group(d->node, &g_node);
+    for (int lr = 0; lr < local_size && ok; lr++) {
+        MPI_Aint bytes;
+        int disp;
+        void *ptr = NULL;
+        int cr = MPI_UNDEFINED;
+        if (MPI_Win_shared_query(d->win, lr, &bytes, &disp, &ptr) != MPI_SUCCESS || !ptr) ok = 0;
+        MPI_Group_translate_ranks(g_node, 1, &lr, g_comm, &cr);
+        if (ok && cr != MPI_UNDEFINED) d->peer[cr] = ptr;
+    }
+    MPI_Group_free(&g_comm);
+    MPI_Group_free(&g_node);
+    /* agree: if any rank failed, nobody uses shared bells */
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, d->node);
+    MPI_Barrier(d->node); /* every bell initialized before anyone rings */
+    if (!all_ok) {
+        MPI_Win_free(&d->win);
+        MPI_Comm_free(&d->node);
+        memset(d->peer, 0, sizeof(bell_t *) * (size_t)d->size);
+        return -1;
+    }
+    d->shared = 1;
+    d->all_local = local_size == d->size;
+    return 0;
+}
+
+int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out)
+{
+    pc_doorbells_t *d = calloc(1, sizeof *d);
+    if (!d) return PCOLL_ERR_NOMEM;
+    MPI_Comm_size(comm, &d->size);
+    d->peer = calloc((size_t)d->size, sizeof(bell_t *));
+    if (!d->peer) {
+        free(d);
+        return PCOLL_ERR_NOMEM;
+    }
+    d->node = MPI_COMM_NULL;
+    d->win = MPI_WIN_NULL;
+    if (share(d, comm) != 0) {
+        pc_log(PCOLL_LOG_INFO, "no node-shared memory for doorbells: idle waits poll with pauses");
+        d->mine = calloc(1, sizeof(bell_t));
+        if (!d->mine) {
+            free(d->peer);
+            free(d);
+            return PCOLL_ERR_NOMEM;
+        }
+    }
+    *out = d;
+    return PCOLL_SUCCESS;
+}
+
+void pc_doorbells_destroy(pc_doorbells_t *d)
+{
+    if (!d) return;
+    if (d->shared) {
+        MPI_Win_free(&d->win);
+        MPI_Comm_free(&d->node);
+    } else {
+        free(d->mine);
+    }
+    free(d->peer);
+    free(d);
+}
+
+int pc_doorbells_all_local(const pc_doorbells_t *d) { return d->shared && d->all_local; }
+
+uint32_t pc_doorbell_seq(const pc_doorbells_t *d) { return atomic_load(&d->mine->seq); }
+
+void pc_doorbell_sleep(pc_doorbells_t *d, uint32_t seq, long timeout_us, pc_sleep_mode_t mode)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_us >= 0) {
+        ts.tv_sec = timeout_us / 1000000;
+        ts.tv_nsec = (timeout_us % 1000000) * 1000;
+        tp = &ts;
+    }
+    /* pairs with ring(): either it sees `sleeping` and wakes us, or we see
+     * its new seq and do not sleep (the kernel compares seq atomically) */
+    atomic_store(&d->mine->sleeping, (uint32_t)mode);
+    if (atomic_load(&d->mine->seq) == seq) futex(&d->mine->seq, d->shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, seq, tp);
+    atomic_store(&d->mine->sleeping, 0);
+}
+
+static void ring(bell_t *b, int shared)
+{
+    atomic_fetch_add(&b->seq, 1);
+    if (atomic_load(&b->sleeping)) futex(&b->seq, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+void pc_doorbell_ring_self(pc_doorbells_t *d) { ring(d->mine, d->shared); }
+
+void pc_doorbell_ring(pc_doorbells_t *d, int peer)
+{
+    if (peer >= 0 && peer < d->size && d->peer[peer]) ring(d->peer[peer], 1);
+}
+
+void pc_doorbell_ring_data(pc_doorbells_t *d, int peer)
+{
+    if (peer < 0 || peer >= d->size || !d->peer[peer]) return;
+    bell_t *b = d->peer[peer];
+    if (atomic_load(&b->sleeping) == PC_SLEEP_ACTIVE) ring(b, 1);
+}

@@ -1,0 +1,53 @@
+/*
+ * Doorbells: one word per rank that its progress thread sleeps on (a futex).
+ * The words of the ranks on one node share memory (MPI_Win_allocate_shared),
+ * so a rank that sends a message to a sleeping neighbour wakes it at once:
+ * an idle progress thread needs no timer, and an activation reaches it in
+ * microseconds.  Ranks on other nodes cannot ring; the engine then keeps
+ * polling with short pauses.  Without shared memory every doorbell is
+ * private (only the process's own posts ring it).
+ *
+ *   sleeper (progress thread)          ringer (any thread, any local rank)
+ *   seq = pc_doorbell_seq()            ... make the work visible ...
+ *   look for work; none:               seq += 1
+ *   sleeping = 1                       if sleeping: futex wake
+ *   futex wait while seq unchanged
+ *   sleeping = 0
+ */
+#ifndef PC_ENGINE_DOORBELL_H
+#define PC_ENGINE_DOORBELL_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+typedef struct pc_doorbells pc_doorbells_t;
+
+/* Collective over comm. Never fails for lack of shared memory (falls back to
+ * a private doorbell); returns an error only when out of memory. */
+int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out);
+/* Collective (frees the shared window). */
+void pc_doorbells_destroy(pc_doorbells_t *d);
+
+/* 1 when every rank of the communicator can ring this rank. */
+int pc_doorbells_all_local(const pc_doorbells_t *d);
+
+/* How a progress thread sleeps: with nothing in flight only control
+ * messages should wake it; with an operation in flight, its data too. */
+typedef enum { PC_SLEEP_IDLE = 1, PC_SLEEP_ACTIVE = 2 } pc_sleep_mode_t;
+
+/* The calling rank's progress thread: read before looking for work ... */
+uint32_t pc_doorbell_seq(const pc_doorbells_t *d);
+/* ... then sleep unless rung since; timeout_us < 0: no timeout. */
+void pc_doorbell_sleep(pc_doorbells_t *d, uint32_t seq, long timeout_us, pc_sleep_mode_t mode);
+
+/* Wake this rank's progress thread (application posts). */
+void pc_doorbell_ring_self(pc_doorbells_t *d);
+/* A control message for `peer`: wake its progress thread if it shares the
+ * node and sleeps. */
+void pc_doorbell_ring(pc_doorbells_t *d, int peer);
+/* Data for `peer`: wake it only if it sleeps with an operation in flight (a
+ * rank not yet taking part would find nothing to do).  This check and the
+ * sleeper's may cross; the sleeper's timeout covers that rare case. */
+void pc_doorbell_ring_data(pc_doorbells_t *d, int peer);
+
+#endif
