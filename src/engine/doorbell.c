@@ -14,9 +14,10 @@
 
 /* one cache line per rank: ringing one rank does not disturb another */
 typedef struct bell {
-    _Atomic uint32_t seq;
-    _Atomic uint32_t sleeping;
-    char pad[56];
+    _Atomic uint32_t seq;      /* the futex word: bumped by every ring */
+    _Atomic uint32_t sleeping; /* 0, PC_SLEEP_IDLE or PC_SLEEP_ACTIVE  */
+    _Atomic uint32_t ctrl;     /* control messages sent to this rank   */
+    char pad[52];
 } bell_t;
 
 struct pc_doorbells {
@@ -50,6 +51,7 @@ static int share(pc_doorbells_t *d, MPI_Comm comm)
     d->mine = base;
     atomic_store(&d->mine->seq, 0);
     atomic_store(&d->mine->sleeping, 0);
+    atomic_store(&d->mine->ctrl, 0);
     MPI_Group g_comm, g_node;
     MPI_Comm_group(comm, &g_comm);
     MPI_Comm_group(d->node, &g_node);
@@ -146,8 +148,17 @@ void pc_doorbell_ring_self(pc_doorbells_t *d) { ring(d->mine, d->shared); }
 
 void pc_doorbell_ring(pc_doorbells_t *d, int peer)
 {
+    if (peer < 0 || peer >= d->size || !d->peer[peer]) return;
+    atomic_fetch_add(&d->peer[peer]->ctrl, 1);
+    ring(d->peer[peer], 1);
+}
+
+void pc_doorbell_nudge(pc_doorbells_t *d, int peer)
+{
     if (peer >= 0 && peer < d->size && d->peer[peer]) ring(d->peer[peer], 1);
 }
+
+uint32_t pc_doorbell_ctrl_sent(const pc_doorbells_t *d) { return atomic_load(&d->mine->ctrl); }
 
 void pc_doorbell_ring_data(pc_doorbells_t *d, int peer)
 {

@@ -42,9 +42,15 @@ void pc_doorbell_sleep(pc_doorbells_t *d, uint32_t seq, long timeout_us, pc_slee
 
 /* Wake this rank's progress thread (application posts). */
 void pc_doorbell_ring_self(pc_doorbells_t *d);
-/* A control message for `peer`: wake its progress thread if it shares the
- * node and sleeps. */
+/* A control message was sent to `peer` (call exactly once per message):
+ * counts it in peer's bell and wakes peer's progress thread if it sleeps. */
 void pc_doorbell_ring(pc_doorbells_t *d, int peer);
+/* Wake `peer` if it sleeps, without counting a message. */
+void pc_doorbell_nudge(pc_doorbells_t *d, int peer);
+/* Control messages sent to the calling rank so far (by local ranks).  While
+ * it exceeds the number its listeners received, a message is on its way or
+ * being matched, possibly by another thread inside MPI: no long sleep. */
+uint32_t pc_doorbell_ctrl_sent(const pc_doorbells_t *d);
 /* Data for `peer`: wake it only if it sleeps with an operation in flight (a
  * rank not yet taking part would find nothing to do).  This check and the
  * sleeper's may cross; the sleeper's timeout covers that rare case. */

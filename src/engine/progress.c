@@ -63,6 +63,7 @@ struct pc_engine {
     owner_t *owners;
     int nreqs, capreqs;
     int nactive; /* outstanding requests that are not listeners */
+    uint32_t ctrl_received; /* control messages the listeners got */
     int *idx;
     MPI_Status *statuses;
     owner_t *done_owners;
@@ -81,12 +82,16 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static void ring_peer(pc_engine_t *e, const owner_t *o)
+/* at post: count a control message (once) or offer data; at completion:
+ * wake the destination again, in case it looked before the data was there */
+static void ring_peer(pc_engine_t *e, const owner_t *o, int posted)
 {
-    if (o->control)
+    if (!o->control)
+        pc_doorbell_ring_data(e->bells, o->send_to);
+    else if (posted)
         pc_doorbell_ring(e->bells, o->send_to);
     else
-        pc_doorbell_ring_data(e->bells, o->send_to);
+        pc_doorbell_nudge(e->bells, o->send_to);
 }
 
 static int add_request(pc_engine_t *e, MPI_Request r, owner_t o)
@@ -130,9 +135,9 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
         int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r)
                          : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r);
         if (rc != MPI_SUCCESS) return pc_mpi_error(rc, __func__, is_send ? "MPI_Isend" : "MPI_Irecv");
-        if (is_send) { /* a sleeping neighbour starts polling */
+        if (is_send && off == 0) { /* a sleeping neighbour starts polling */
             o.send_to = peer;
-            ring_peer(e, &o);
+            ring_peer(e, &o, 1);
         }
         if ((rc = add_request(e, r, o)) != PCOLL_SUCCESS) {
             MPI_Cancel(&r);
@@ -222,7 +227,8 @@ static int test_requests(pc_engine_t *e)
     for (int k = 0; k < outcount; k++) {
         owner_t *o = &e->done_owners[k];
         /* the data is at the destination now: make sure it looks */
-        if (o->send_to >= 0) ring_peer(e, o);
+        if (o->send_to >= 0) ring_peer(e, o, 0);
+        if (o->listener) e->ctrl_received++;
         if (o->sched) {
             int32_t *left = pc_sched_step_aux(o->sched, o->step);
             if (e->done_rc[k] != PCOLL_SUCCESS) pc_log(PCOLL_LOG_ERROR, "message of a schedule step failed");
@@ -257,8 +263,9 @@ static int run_tasks(pc_engine_t *e)
 static long sleep_timeout_us(pc_engine_t *e, int *pause_us)
 {
     if (e->nreqs == 0) return -1; /* nothing can arrive: until posted to */
-    if (e->nactive == 0 && pc_doorbells_all_local(e->bells))
-        return 20000; /* only listeners, and every sender rings: a safety net */
+    if (e->nactive == 0 && pc_doorbells_all_local(e->bells) &&
+        pc_doorbell_ctrl_sent(e->bells) == e->ctrl_received)
+        return 20000; /* only listeners, every sender rings, nothing on its way: a safety net */
     /* operations in flight (MPI may need polling to move them), or peers on
      * other nodes that cannot ring: growing pauses */
     long t = *pause_us;
