@@ -1,7 +1,8 @@
 # pcoll - see README.md.
 #   make              build into build/ (programs in build/bin/)
 #   make test         build and run every test (ctest), sanitizer runs included
-#   make demo         the main job
+#   make demo         the main job: eager-SGD vs synchronous SGD on Fashion-MNIST
+#                     under load imbalance, 4 ranks (scripts/demo.sh)
 #   make install PREFIX=/some/where
 # Each target first installs missing Debian packages (scripts/install-deps.sh).
 
@@ -30,7 +31,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure $(CTEST_FLAGS)
 
 demo: build
-	$(MPIRUN) -np 4 $(BUILD)/bin/pcoll-bench allreduce
+	BUILD=$(BUILD) MPIRUN="$(MPIRUN)" scripts/demo.sh
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

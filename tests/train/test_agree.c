@@ -1,0 +1,96 @@
+/* A few steps of training with every gradient exchange (mpi, sync and, when
+ * the library provides them, solo, majority, quorum:2) under random delays;
+ * afterwards the ranks' models must agree.  With momentum 0 and a constant
+ * learning rate a rank's model is the initial model minus lr times the sum of
+ * every update it applied, and every algorithm delivers every gradient to
+ * every rank (partial modes after the final flush), so the models differ at
+ * most by rounding: the partial modes may add the same updates in different
+ * groupings.  (Momentum or a decaying lr would weigh an update by when each
+ * rank received it, so the models would drift apart: that is what
+ * --model-sync-epochs is for.)  sync must agree bit for bit (pcoll_allreduce
+ * gives identical results everywhere), and every rank must have received the
+ * same number of rounds. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "err.h"
+#include "exchange.h"
+#include "testutil.h"
+#include "train.h"
+
+static void run_one(pcoll_t *ctx, train_task_t task, const char *algo, const char *imbalance, double tol)
+{
+    train_opts_t o;
+    train_opts_default(&o);
+    o.task = task;
+    o.algo = algo;
+    o.imbalance = imbalance;
+    o.momentum = 0;
+    o.lr_schedule = LR_CONSTANT;
+    o.max_steps = 25;
+    o.epochs = 100;
+    if (task == TASK_HYPERPLANE) {
+        o.dim = 100;
+        o.train_points = 3 * 16 * 10;
+        o.val_points = 64;
+        o.batch = 16;
+        o.lr = 0.02;
+    } else {
+        o.layers = "784,24,16,10";
+        o.train_limit = 3 * 8 * 10;
+        o.batch = 8;
+        o.lr = 0.05;
+    }
+    train_result_t r;
+    CHECK_MSG(train_run(&o, ctx, &r) == 0, "%s: %s", algo, tr_error());
+    CHECK(r.steps == 25 && r.nepochs == 3);
+    if (tu_rank_ == 0)
+        printf("%-10s %-10s %-12s max model difference %.3g (tolerance %.3g), final %s %.4g\n",
+               train_task_name(task), algo, imbalance, r.model_max_diff, tol,
+               task == TASK_FMNIST ? "accuracy" : "val MSE", task == TASK_FMNIST ? r.test_accuracy : r.val_mse);
+    /* every rank received every round (the flush included) */
+    unsigned long long mine = r.rounds_delivered, lo = 0, hi = 0;
+    CHECK(MPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK_MSG(lo == hi && lo >= 1, "%s: ranks received between %llu and %llu rounds", algo, lo, hi);
+    CHECK_MSG(r.model_max_diff <= tol, "%s %s %s: models differ by %g > %g (%llu rounds everywhere)",
+              train_task_name(task), algo, imbalance, r.model_max_diff, tol, lo);
+    if (tu_rank_ == 0) CHECK(isfinite(r.final_loss));
+    train_result_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &tu_rank_);
+    tu_timeout(240);
+    pcoll_t *ctx;
+    CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
+
+    const char *algos[] = {"mpi", "sync", "solo", "majority", "quorum:2"};
+    const size_t nalgos = sizeof algos / sizeof algos[0];
+    /* rounding: parameters are O(0.1-1), 25 updates of float32 rounding each */
+    const double tol = 1e-5;
+    char fmnist_file[512];
+    snprintf(fmnist_file, sizeof fmnist_file, "%s/train-images-idx3-ubyte.gz", FMNIST_DEFAULT_DIR);
+    const int have_fmnist = access(fmnist_file, R_OK) == 0;
+    for (size_t a = 0; a < nalgos; a++) {
+        const double t = strcmp(algos[a], "sync") == 0 ? 0.0 : tol;
+        /* delays make partial rounds miss ranks, so that updates really are
+           delivered in different groupings at different ranks */
+        run_one(ctx, TASK_HYPERPLANE, algos[a], "none", t);
+        run_one(ctx, TASK_HYPERPLANE, algos[a], "random:1:2", t);
+        run_one(ctx, TASK_HYPERPLANE, algos[a], "skew:0:3", t);
+        if (have_fmnist) run_one(ctx, TASK_FMNIST, algos[a], "random:1:2", t);
+    }
+    if (!have_fmnist && tu_rank_ == 0) printf("%s missing: fmnist runs skipped\n", fmnist_file);
+
+    CHECK_RC(pcoll_finalize(&ctx));
+    MPI_Finalize();
+    if (tu_rank_ == 0) printf("test_agree: %ld checks passed\n", tu_checks_);
+    return 0;
+}

@@ -1,0 +1,115 @@
+/* Gradient exchange: the synchronous algorithms (MPI_Allreduce, pcoll_allreduce)
+ * and the dispatch to the partial ones (exchange_partial.c). */
+#include "exchange.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+static void scale_into(const float *sum, float *update, size_t n, float s)
+{
+    if (s == 1.0f && sum == update) return; /* one rank */
+    for (size_t i = 0; i < n; i++) update[i] = sum[i] * s;
+}
+
+static int mpi_step(exchange_t *ex, const float *grad, float *update, exchange_info_t *info)
+{
+    if (ex->cfg.count > (size_t)INT32_MAX) return tr_fail("MPI_Allreduce: %zu values exceed an int count", ex->cfg.count);
+    int rc = MPI_Allreduce(grad, update, (int)ex->cfg.count, MPI_FLOAT, MPI_SUM, ex->cfg.comm);
+    if (rc != MPI_SUCCESS) return tr_fail("MPI_Allreduce failed (error %d)", rc);
+    scale_into(update, update, ex->cfg.count, ex->scale);
+    memset(info, 0, sizeof *info);
+    info->rounds = 1;
+    info->own_included = 1;
+    info->active = ex->nranks;
+    info->contributions = (uint64_t)ex->nranks;
+    return 0;
+}
+
+static int sync_step(exchange_t *ex, const float *grad, float *update, exchange_info_t *info)
+{
+    int rc = pcoll_allreduce(ex->cfg.ctx, grad, update, ex->cfg.count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
+    if (rc != PCOLL_SUCCESS) return tr_fail("pcoll_allreduce: %s", pcoll_last_error());
+    scale_into(update, update, ex->cfg.count, ex->scale);
+    memset(info, 0, sizeof *info);
+    info->rounds = 1;
+    info->own_included = 1;
+    info->active = ex->nranks;
+    info->contributions = (uint64_t)ex->nranks;
+    return 0;
+}
+
+/* the last step already was a synchronous round: nothing is pending */
+static int sync_finish(exchange_t *ex, float *update, exchange_info_t *info)
+{
+    memset(update, 0, ex->cfg.count * sizeof *update);
+    memset(info, 0, sizeof *info);
+    return 0;
+}
+
+static int sync_destroy(exchange_t *ex)
+{
+    (void)ex;
+    return 0;
+}
+
+static const exchange_ops_t mpi_ops = {mpi_step, sync_finish, sync_destroy};
+static const exchange_ops_t sync_ops = {sync_step, sync_finish, sync_destroy};
+
+int exchange_needs_pcoll(const char *algo) { return strcmp(algo, "mpi") != 0; }
+
+
+int exchange_create(const exchange_config_t *cfg, exchange_t **out)
+{
+    *out = NULL;
+    if (!cfg->algo) return tr_fail("--algo: missing");
+    if (cfg->count == 0) return tr_fail("gradient exchange: no parameters");
+    exchange_t *ex = calloc(1, sizeof *ex);
+    if (!ex) return tr_fail("out of memory");
+    ex->cfg = *cfg;
+    int rc = MPI_Comm_size(cfg->comm, &ex->nranks);
+    if (rc != MPI_SUCCESS) {
+        free(ex);
+        return tr_fail("MPI_Comm_size failed (error %d)", rc);
+    }
+    ex->scale = 1.0f / (float)ex->nranks;
+    if (strcmp(cfg->algo, "mpi") == 0) {
+        ex->ops = &mpi_ops;
+    } else if (strcmp(cfg->algo, "sync") == 0) {
+        if (!cfg->ctx) {
+            free(ex);
+            return tr_fail("--algo sync needs a pcoll context");
+        }
+        ex->ops = &sync_ops;
+    } else {
+        int p = exchange_partial_setup(ex);
+        if (p != 0) {
+            free(ex);
+            if (p > 0)
+                return tr_fail("--algo \"%s\": unknown algorithm (mpi, sync, solo, majority, quorum:Q)", cfg->algo);
+            return -1;
+        }
+    }
+    *out = ex;
+    return 0;
+}
+
+int exchange_step(exchange_t *ex, const float *grad, float *update, exchange_info_t *info)
+{
+    return ex->ops->step(ex, grad, update, info);
+}
+
+int exchange_finish(exchange_t *ex, float *update, exchange_info_t *info)
+{
+    return ex->ops->finish(ex, update, info);
+}
+
+int exchange_free(exchange_t **ex)
+{
+    if (!ex || !*ex) return 0;
+    int rc = (*ex)->ops->destroy(*ex);
+    free(*ex);
+    *ex = NULL;
+    return rc;
+}

@@ -1,0 +1,76 @@
+/* The gradient exchange of a training step, behind one interface so that the
+ * training loop does not know which algorithm runs:
+ *   mpi        MPI_Allreduce of the gradients every step (the baseline)
+ *   sync       pcoll_allreduce every step
+ *   solo, majority, quorum:Q
+ *              eager-SGD: a pcoll partial allreduce in ACCUMULATE mode
+ *              (exchange_partial.c)
+ * Every call returns in `update` the mean gradient to apply: the delivered
+ * sum divided by P.  A partial call may deliver the sum of several rounds, or
+ * of none (info.rounds == 0: update is zero and nothing should be applied). */
+#ifndef PCOLL_TRAIN_EXCHANGE_H
+#define PCOLL_TRAIN_EXCHANGE_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcoll.h"
+
+typedef struct exchange_info {
+    uint64_t rounds;        /* rounds whose results were delivered (sync: 1) */
+    int own_included;       /* this call's gradient is in the delivered sum */
+    int active;             /* ranks active in the last round (sync: P) */
+    uint64_t contributions; /* contributions summed in the delivered rounds */
+} exchange_info_t;
+
+typedef struct exchange_config {
+    const char *algo;  /* mpi, sync, solo, majority, quorum:Q */
+    size_t count;      /* gradient length (floats) */
+    int sync_every;    /* partial: every tau-th round synchronous (0 = never) */
+    uint64_t seed;     /* partial: majority's initiator sequence */
+    MPI_Comm comm;     /* mpi: the communicator */
+    pcoll_t *ctx;      /* sync and partial: the pcoll context */
+} exchange_config_t;
+
+typedef struct exchange exchange_t;
+
+/* Collective.  -1 with a message for an unknown algorithm or a failure. */
+int exchange_create(const exchange_config_t *cfg, exchange_t **out);
+
+/* One step: grad in, update = (delivered sum) / P out.  Collective for
+ * mpi and sync; for partial modes it follows pcoll_partial_allreduce. */
+int exchange_step(exchange_t *ex, const float *grad, float *update, exchange_info_t *info);
+
+/* End of training: partial modes run pcoll_partial_flush (a synchronous round
+ * taking every pending gradient) and return its delivered sum / P like a step
+ * (apply it if info.rounds > 0); mpi and sync deliver nothing (rounds = 0).
+ * Collective. */
+int exchange_finish(exchange_t *ex, float *update, exchange_info_t *info);
+
+/* Collective; frees the partial object.  Sets *ex to NULL. */
+int exchange_free(exchange_t **ex);
+
+/* Whether the algorithm needs a pcoll context (sync and partial modes). */
+int exchange_needs_pcoll(const char *algo);
+
+/* ---- implementation interface (exchange.c and exchange_partial.c) ---- */
+typedef struct exchange_ops {
+    int (*step)(exchange_t *ex, const float *grad, float *update, exchange_info_t *info);
+    int (*finish)(exchange_t *ex, float *update, exchange_info_t *info);
+    int (*destroy)(exchange_t *ex);
+} exchange_ops_t;
+
+struct exchange {
+    const exchange_ops_t *ops;
+    exchange_config_t cfg;
+    int nranks;
+    float scale;  /* 1 / P */
+    void *impl;   /* the algorithm's state */
+};
+
+/* exchange_partial.c: set up ex for a partial algorithm (ex->cfg, nranks and
+ * scale filled in); 1 if cfg->algo is not a partial spec, -1 on error. */
+int exchange_partial_setup(exchange_t *ex);
+
+#endif

@@ -1,0 +1,136 @@
+/* Tables and logs of a training run (rank 0). */
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "err.h"
+#include "tool.h"
+
+static int is_fmnist(const train_result_t *r) { return r->opts.task == TASK_FMNIST; }
+
+void report_header(FILE *out, const train_result_t *r)
+{
+    const train_opts_t *o = &r->opts;
+    fprintf(out, "# pcoll-train: task %s, algo %s", train_task_name(o->task), o->algo);
+    if (o->sync_every) fprintf(out, " (sync every %d)", o->sync_every);
+    fprintf(out, ", %d ranks, imbalance %s\n", r->ranks, r->imbalance);
+    fprintf(out, "# model %s (%zu parameters), batch %zu per rank, lr %g (%s), momentum %g, epochs %ld, seed %llu",
+            r->model, r->nparams, o->batch, o->lr, lr_schedule_name(o->lr_schedule), o->momentum, o->epochs,
+            (unsigned long long)o->seed);
+    if (o->model_sync_epochs) fprintf(out, ", model sync every %ld epochs", o->model_sync_epochs);
+    fprintf(out, ", gemm %s\n", r->gemm_kernel);
+}
+
+void report_table(FILE *out, const train_result_t *r)
+{
+    const int fm = is_fmnist(r);
+    fprintf(out, "%5s %9s %7s %8s %11s %9s %7s %6s %6s %9s %8s %8s\n", "epoch", "elapsed_s", "steps", "steps/s",
+            "train_loss", fm ? "test_acc" : "val_mse", "rounds", "empty", "active", "compute", "sleep", "exch_ms");
+    for (size_t i = 0; i < r->nepochs; i++) {
+        const epoch_record_t *e = &r->epochs[i];
+        char q[32] = "-";
+        if (e->evaluated) snprintf(q, sizeof q, fm ? "%.4f" : "%.5g", fm ? e->test_accuracy : e->val_mse);
+        fprintf(out, "%5ld %9.2f %7llu %8.1f %11.5g %9s %7llu %6llu %6.2f %9.2f %8.2f %8.2f\n", e->epoch, e->elapsed_s,
+                (unsigned long long)e->steps, e->steps_per_s, e->train_loss, q, (unsigned long long)e->rounds,
+                (unsigned long long)e->empty_steps, e->mean_active, e->compute_ms, e->sleep_ms, e->exchange_ms);
+    }
+}
+
+void report_summary(FILE *out, const train_result_t *r)
+{
+    fprintf(out, "final: %llu steps in %.2f s (%.1f steps/s), train loss %.5g, ", (unsigned long long)r->steps,
+            r->wall_s, r->steps_per_s, r->final_loss);
+    if (is_fmnist(r)) fprintf(out, "test accuracy %.4f (test loss %.4f)\n", r->test_accuracy, r->test_loss);
+    else fprintf(out, "validation MSE %.5g\n", r->val_mse);
+    fprintf(out, "per step (mean over ranks): compute %.2f ms, injected delay %.2f ms, exchange %.2f ms; "
+                 "dense layers %.1f GFLOP/s per rank\n",
+            r->compute_ms, r->sleep_ms, r->exchange_ms, r->gflops);
+    if (!isnan(r->opts.target)) {
+        if (isnan(r->time_to_target_s)) fprintf(out, "target %g: not reached\n", r->opts.target);
+        else fprintf(out, "target %g: reached after %.2f s\n", r->opts.target, r->time_to_target_s);
+    }
+    fprintf(out, "models after the final synchronous round differ by at most %.3g (max over parameters of max-min "
+                 "over ranks)\n",
+            r->model_max_diff);
+}
+
+static void csv_num(FILE *f, double v, const char *fmt)
+{
+    if (isfinite(v)) fprintf(f, fmt, v);
+}
+
+int report_csv(const char *path, const train_result_t *r)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return tr_fail("--csv %s: %s", path, strerror(errno));
+    const int fm = is_fmnist(r);
+    fprintf(f, "epoch,elapsed_s,steps,steps_per_s,loss,%s,test_loss,rounds,empty_steps,mean_active,compute_ms,"
+               "sleep_ms,exchange_ms\n",
+            fm ? "test_accuracy" : "val_mse");
+    for (size_t i = 0; i < r->nepochs; i++) {
+        const epoch_record_t *e = &r->epochs[i];
+        fprintf(f, "%ld,%.4f,%llu,", e->epoch, e->elapsed_s, (unsigned long long)e->steps);
+        csv_num(f, e->steps_per_s, "%.3f");
+        fputc(',', f);
+        csv_num(f, e->train_loss, "%.6g");
+        fputc(',', f);
+        if (e->evaluated) csv_num(f, fm ? e->test_accuracy : e->val_mse, "%.6g");
+        fputc(',', f);
+        if (e->evaluated) csv_num(f, e->test_loss, "%.6g");
+        fprintf(f, ",%llu,%llu,", (unsigned long long)e->rounds, (unsigned long long)e->empty_steps);
+        csv_num(f, e->mean_active, "%.3f");
+        fputc(',', f);
+        csv_num(f, e->compute_ms, "%.4f");
+        fputc(',', f);
+        csv_num(f, e->sleep_ms, "%.4f");
+        fputc(',', f);
+        csv_num(f, e->exchange_ms, "%.4f");
+        fputc('\n', f);
+    }
+    if (ferror(f) | (fclose(f) != 0)) return tr_fail("--csv %s: write error", path);
+    return 0;
+}
+
+int report_json(const char *path, const train_result_t *r)
+{
+    const train_opts_t *o = &r->opts;
+    FILE *f = fopen(path, "w");
+    if (!f) return tr_fail("--json %s: %s", path, strerror(errno));
+    tool_json_t j;
+    tool_json_begin(&j);
+    tool_json_str(&j, "task", train_task_name(o->task));
+    tool_json_str(&j, "algo", o->algo);
+    tool_json_int(&j, "ranks", r->ranks);
+    tool_json_str(&j, "imbalance", r->imbalance);
+    tool_json_int(&j, "steps", (long long)r->steps);
+    tool_json_num(&j, "wall_s", r->wall_s);
+    tool_json_num(&j, "steps_per_s", r->steps_per_s);
+    tool_json_num(&j, "final_loss", r->final_loss);
+    /* NAN prints as null: hyperplane has no accuracy, fmnist no val_mse */
+    tool_json_num(&j, "test_accuracy", r->test_accuracy);
+    tool_json_num(&j, "val_mse", r->val_mse);
+    tool_json_num(&j, "test_loss", r->test_loss);
+    tool_json_num(&j, "target", o->target);
+    tool_json_num(&j, "time_to_target_s", r->time_to_target_s);
+    tool_json_num(&j, "model_max_diff", r->model_max_diff);
+    tool_json_int(&j, "epochs", (long long)r->nepochs);
+    tool_json_int(&j, "batch", (long long)o->batch);
+    tool_json_num(&j, "lr", o->lr);
+    tool_json_str(&j, "lr_schedule", lr_schedule_name(o->lr_schedule));
+    tool_json_num(&j, "momentum", o->momentum);
+    tool_json_int(&j, "seed", (long long)o->seed);
+    tool_json_int(&j, "sync_every", o->sync_every);
+    tool_json_int(&j, "model_sync_epochs", o->model_sync_epochs);
+    tool_json_str(&j, "model", r->model);
+    tool_json_int(&j, "parameters", (long long)r->nparams);
+    tool_json_num(&j, "compute_ms", r->compute_ms);
+    tool_json_num(&j, "sleep_ms", r->sleep_ms);
+    tool_json_num(&j, "exchange_ms", r->exchange_ms);
+    tool_json_num(&j, "gflops", r->gflops);
+    tool_json_str(&j, "gemm", r->gemm_kernel);
+    tool_json_end(&j, f);
+    if (ferror(f) | (fclose(f) != 0)) return tr_fail("--json %s: write error", path);
+    return 0;
+}

@@ -1,0 +1,489 @@
+/* The training run: loads the data shard, builds the model, then per step
+ * computes the gradient, sleeps the injected delay, exchanges the gradient
+ * and applies what was delivered.  Rank 0 keeps a copy of the parameters at
+ * epoch ends; they are evaluated only after training so that measuring
+ * accuracy never slows the run being timed. */
+#include "train.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+#include "err.h"
+#include "exchange.h"
+#include "gemm.h"
+#include "imbalance.h"
+#include "mlp.h"
+#include "prng.h"
+#include "sgd.h"
+
+#define TAG_SHUFFLE 0x53485546u
+#define EVAL_BATCH 1000
+
+const char *train_task_name(train_task_t t) { return t == TASK_HYPERPLANE ? "hyperplane" : "fmnist"; }
+
+const char *lr_schedule_name(lr_schedule_t s) { return s == LR_COSINE ? "cosine" : "constant"; }
+
+/* The learning rate of a step: a function of the step number only, so every
+ * rank uses the same one whatever the exchange delivers. */
+static double lr_at(const train_opts_t *o, uint64_t step, uint64_t total)
+{
+    if (o->lr_schedule != LR_COSINE || total == 0) return o->lr;
+    return o->lr * 0.5 * (1.0 + cos(M_PI * (double)step / (double)total));
+}
+
+/* Everything a run allocates, so that one cleanup path frees it. */
+typedef struct run {
+    int rank, nranks;
+    train_opts_t o;
+    imbalance_t imb;
+    dataset_t train, eval;
+    size_t *widths;
+    size_t nwidths;
+    mlp_t *model;
+    mlp_work_t *work, *eval_work;
+    float *params, *velocity, *grad, *update;
+    float *xb, *yb; /* the batch's inputs and regression targets */
+    int32_t *lb;    /* the batch's labels */
+    size_t *order;  /* shuffled indices into the shard */
+    exchange_t *ex;
+    float *snapshots; /* rank 0: nsnap x nparams */
+    size_t nsnap;
+    long *snap_epoch; /* the epoch index (0-based) of each snapshot */
+    double *loss_sum, *loss_cnt; /* per epoch, this rank */
+} run_t;
+
+/* Every rank learns whether the setup succeeded everywhere; if not, every rank
+ * gets the message of the lowest failing rank and returns -1.  Collective. */
+static int agree(const run_t *r, int ok)
+{
+    int mine = ok ? r->nranks : r->rank, first = r->nranks;
+    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fprintf(stderr, "pcoll-train: MPI_Allreduce failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (first == r->nranks) return 0;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tr_error());
+    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fprintf(stderr, "pcoll-train: MPI_Bcast failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (first == 0) tr_fail("%s", msg);
+    else tr_fail("rank %d: %s", first, msg);
+    return -1;
+}
+
+/* A failure in the middle of training: other ranks may be inside a
+ * collective, so the only clean way out is to end the job. */
+static void fatal(int rank)
+{
+    fprintf(stderr, "pcoll-train: rank %d: %s\n", rank, tr_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void check_mpi(int rc, const char *what, int rank)
+{
+    if (rc != MPI_SUCCESS) {
+        tr_fail("%s failed (MPI error %d)", what, rc);
+        fatal(rank);
+    }
+}
+
+static void run_free(run_t *r)
+{
+    dataset_free(&r->train);
+    dataset_free(&r->eval);
+    free(r->widths);
+    mlp_work_free(&r->work);
+    mlp_work_free(&r->eval_work);
+    mlp_free(&r->model);
+    free(r->params);
+    free(r->velocity);
+    free(r->grad);
+    free(r->update);
+    free(r->xb);
+    free(r->yb);
+    free(r->lb);
+    free(r->order);
+    free(r->snapshots);
+    free(r->snap_epoch);
+    free(r->loss_sum);
+    free(r->loss_cnt);
+    if (r->ex && exchange_free(&r->ex) != 0) fatal(r->rank);
+}
+
+/* Option values train_run cannot work with (main.c checks them earlier with
+ * friendlier messages; the tests call train_run directly). */
+static int check_opts(const train_opts_t *o)
+{
+    if (!o->algo) return tr_fail("--algo: missing");
+    if (o->batch < 1) return tr_fail("--batch must be >= 1");
+    if (o->epochs < 1) return tr_fail("--epochs must be >= 1");
+    if (!(o->lr > 0) || !isfinite(o->lr)) return tr_fail("--lr must be > 0");
+    if (!(o->momentum >= 0 && o->momentum < 1)) return tr_fail("--momentum must be in [0, 1)");
+    if (o->eval_every < 1) return tr_fail("--eval-every must be >= 1");
+    if (o->max_steps < 0 || o->model_sync_epochs < 0 || o->sync_every < 0)
+        return tr_fail("--max-steps, --model-sync-epochs and --sync-every must be >= 0");
+    if (o->task == TASK_HYPERPLANE && (o->dim < 1 || o->train_points < 1 || o->val_points < 1 || !(o->noise >= 0)))
+        return tr_fail("hyperplane: --dim, --train-points and --val-points must be >= 1, --noise >= 0");
+    return 0;
+}
+
+static int load_data(run_t *r)
+{
+    const train_opts_t *o = &r->o;
+    dataset_t *eval = r->rank == 0 ? &r->eval : NULL;
+    if (o->task == TASK_FMNIST) return fmnist_load(o->data_dir, o->train_limit, r->rank, r->nranks, &r->train, eval);
+    hyperplane_cfg_t hc = {o->dim, o->train_points, o->val_points, o->noise, o->seed};
+    return hyperplane_make(&hc, r->rank, r->nranks, &r->train, eval);
+}
+
+static int build_model(run_t *r)
+{
+    const train_opts_t *o = &r->o;
+    mlp_loss_t loss = MLP_SOFTMAX_XENT;
+    if (o->task == TASK_FMNIST) {
+        if (mlp_parse_widths(o->layers, &r->widths, &r->nwidths)) return tr_fail("--layers %s", tr_error());
+        if (r->widths[0] != r->train.dim)
+            return tr_fail("--layers %s: the input width must be %zu (28x28 pixels)", o->layers, r->train.dim);
+        if (r->widths[r->nwidths - 1] != FMNIST_CLASSES)
+            return tr_fail("--layers %s: the output width must be %d (classes)", o->layers, FMNIST_CLASSES);
+    } else {
+        /* the paper's one-layer linear model: dim inputs, one output */
+        r->widths = malloc(2 * sizeof *r->widths);
+        if (!r->widths) return tr_fail("out of memory");
+        r->widths[0] = o->dim;
+        r->widths[1] = 1;
+        r->nwidths = 2;
+        loss = MLP_MSE;
+    }
+    if (mlp_create(r->widths, r->nwidths, loss, &r->model)) return -1;
+    const size_t n = r->model->nparams;
+    if (n > (size_t)INT32_MAX) return tr_fail("%zu parameters: more than an MPI count can hold", n);
+    r->params = tr_alloc_floats(n, "parameters");
+    r->velocity = tr_alloc_floats(n, "momentum");
+    r->grad = tr_alloc_floats(n, "gradient");
+    r->update = tr_alloc_floats(n, "update");
+    if (!r->params || !r->velocity || !r->grad || !r->update) return -1;
+    mlp_init_params(r->model, r->params, o->seed);
+    memset(r->velocity, 0, n * sizeof *r->velocity);
+    if (mlp_work_create(r->model, o->batch, &r->work)) return -1;
+    if (r->rank == 0 && mlp_work_create(r->model, EVAL_BATCH, &r->eval_work)) return -1;
+    const size_t dim = r->train.dim;
+    if (o->batch > SIZE_MAX / dim) return tr_fail("--batch %zu is too large", o->batch);
+    r->xb = tr_alloc_floats(o->batch * dim, "batch");
+    if (!r->xb) return -1;
+    if (o->task == TASK_FMNIST) r->lb = malloc(o->batch * sizeof *r->lb);
+    else r->yb = tr_alloc_floats(o->batch, "batch targets");
+    r->order = malloc(r->train.n * sizeof *r->order);
+    if ((!r->lb && !r->yb) || !r->order) return tr_fail("out of memory for the batch");
+    for (size_t i = 0; i < r->train.n; i++) r->order[i] = i;
+    return 0;
+}
+
+/* Rank 0's snapshot buffers and every rank's per-epoch loss sums. */
+static int alloc_records(run_t *r, long epochs)
+{
+    r->loss_sum = calloc((size_t)epochs, sizeof *r->loss_sum);
+    r->loss_cnt = calloc((size_t)epochs, sizeof *r->loss_cnt);
+    if (!r->loss_sum || !r->loss_cnt) return tr_fail("out of memory for %ld epoch records", epochs);
+    if (r->rank != 0) return 0;
+    r->nsnap = (size_t)(epochs / r->o.eval_every + (epochs % r->o.eval_every ? 1 : 0));
+    const size_t n = r->model->nparams;
+    if (r->nsnap > SIZE_MAX / n)
+        return tr_fail("%zu snapshots of %zu parameters do not fit in memory (raise --eval-every)", r->nsnap, n);
+    r->snapshots = tr_alloc_floats(r->nsnap * n, "model snapshots (raise --eval-every to keep fewer)");
+    r->snap_epoch = calloc(r->nsnap, sizeof *r->snap_epoch);
+    if (!r->snapshots) return -1;
+    if (!r->snap_epoch) return tr_fail("out of memory");
+    return 0;
+}
+
+static void shuffle(run_t *r, long epoch)
+{
+    rng_t g;
+    rng_seed(&g, rng_key(r->o.seed, TAG_SHUFFLE, (uint64_t)r->rank, (uint64_t)epoch));
+    for (size_t i = r->train.n; i > 1; i--) {
+        size_t j = (size_t)rng_below(&g, i);
+        size_t t = r->order[i - 1];
+        r->order[i - 1] = r->order[j];
+        r->order[j] = t;
+    }
+}
+
+/* Copies the samples of batch `b` of this epoch into xb / lb / yb. */
+static void gather_batch(run_t *r, size_t b, mlp_batch_t *mb)
+{
+    const size_t B = r->o.batch, dim = r->train.dim;
+    for (size_t i = 0; i < B; i++) {
+        size_t s = r->order[b * B + i];
+        memcpy(r->xb + i * dim, r->train.x + s * dim, dim * sizeof *r->xb);
+        if (r->lb) r->lb[i] = r->train.labels[s];
+        else r->yb[i] = r->train.y[s];
+    }
+    mb->x = r->xb;
+    mb->labels = r->lb;
+    mb->y = r->yb;
+    mb->n = B;
+}
+
+/* Every rank's model := the mean of all ranks' models (the paper's periodic
+ * model synchronization). */
+static void average_models(run_t *r)
+{
+    const size_t n = r->model->nparams;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, r->params, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "model averaging",
+              r->rank);
+    const float s = 1.0f / (float)r->nranks;
+    for (size_t i = 0; i < n; i++) r->params[i] *= s;
+}
+
+/* max over parameters of (max over ranks - min over ranks); uses grad and
+ * update as scratch.  Collective. */
+static double model_max_diff(run_t *r)
+{
+    const size_t n = r->model->nparams;
+    check_mpi(MPI_Allreduce(r->params, r->grad, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce(MAX)",
+              r->rank);
+    check_mpi(MPI_Allreduce(r->params, r->update, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce(MIN)",
+              r->rank);
+    double d = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)r->grad[i] - (double)r->update[i];
+        if (e > d || isnan(e)) d = e;
+    }
+    return d;
+}
+
+/* per-epoch timing and exchange statistics of this rank */
+typedef struct epoch_stats {
+    uint64_t steps, rounds, empty, active_sum, delivered;
+    double compute_s, sleep_s, exchange_s;
+} epoch_stats_t;
+
+static void apply_delivery(run_t *r, const exchange_info_t *info, double lr, epoch_stats_t *st)
+{
+    st->rounds += info->rounds;
+    if (info->rounds == 0) {
+        /* nothing arrived: the update is zero and must not even decay the
+           momentum, or a rank that is often late would train differently */
+        st->empty++;
+        return;
+    }
+    st->delivered++;
+    st->active_sum += (uint64_t)info->active;
+    sgd_step(r->params, r->velocity, r->update, r->model->nparams, (float)lr, (float)r->o.momentum);
+}
+
+/* Evaluates rank 0's snapshots and fills the records' evaluation fields. */
+static void evaluate_snapshots(run_t *r, train_result_t *res)
+{
+    mlp_batch_t all = {r->eval.x, r->eval.labels, r->eval.y, r->eval.n};
+    for (size_t s = 0; s < r->nsnap; s++) {
+        epoch_record_t *e = &res->epochs[r->snap_epoch[s]];
+        mlp_eval_t ev;
+        mlp_evaluate(r->model, r->snapshots + s * r->model->nparams, r->eval_work, &all, &ev);
+        e->evaluated = 1;
+        e->test_loss = ev.loss;
+        if (r->o.task == TASK_FMNIST) e->test_accuracy = ev.accuracy;
+        else e->val_mse = ev.loss;
+    }
+}
+
+int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
+{
+    run_t r;
+    memset(&r, 0, sizeof r);
+    memset(res, 0, sizeof *res);
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &r.rank), "MPI_Comm_rank", 0);
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &r.nranks), "MPI_Comm_size", r.rank);
+    r.o = *opts;
+    train_opts_resolve(&r.o);
+    const train_opts_t *o = &r.o;
+
+    /* ---- setup: every failure here is agreed on, and every rank returns -1 ---- */
+    int ok = check_opts(o) == 0;
+    ok = ok && (!o->gemm || gemm_select_kernel(o->gemm) == 0);
+    ok = ok && imbalance_parse(o->imbalance ? o->imbalance : "none", o->seed, &r.imb) == 0;
+    ok = ok && imbalance_check(&r.imb, r.nranks) == 0;
+    ok = ok && load_data(&r) == 0;
+    ok = ok && build_model(&r) == 0;
+    if (agree(&r, ok)) {
+        run_free(&r);
+        return -1;
+    }
+    /* every rank runs the same number of steps per epoch (collectives must
+       match): as many full batches as the smallest shard holds */
+    long spe = (long)(r.train.n / o->batch), min_spe = 0;
+    check_mpi(MPI_Allreduce(&spe, &min_spe, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce", r.rank);
+    if (min_spe < 1) {
+        tr_fail("--batch %zu is larger than the smallest shard of training data (%zu samples at rank %d)", o->batch,
+                r.train.n, r.rank);
+        ok = 0;
+    }
+    long epochs = o->epochs;
+    if (ok && o->max_steps > 0 && (o->max_steps + min_spe - 1) / min_spe < epochs)
+        epochs = (o->max_steps + min_spe - 1) / min_spe;
+    uint64_t total_steps = (uint64_t)epochs * (uint64_t)min_spe;
+    if (o->max_steps > 0 && (uint64_t)o->max_steps < total_steps) total_steps = (uint64_t)o->max_steps;
+    ok = ok && alloc_records(&r, epochs) == 0;
+    if (agree(&r, ok)) {
+        run_free(&r);
+        return -1;
+    }
+    exchange_config_t xc = {o->algo, r.model->nparams, o->sync_every, o->seed, MPI_COMM_WORLD, ctx};
+    ok = exchange_create(&xc, &r.ex) == 0;
+    if (agree(&r, ok)) {
+        run_free(&r);
+        return -1;
+    }
+
+    res->opts = r.o;
+    res->ranks = r.nranks;
+    mlp_describe(r.model, res->model, sizeof res->model);
+    res->nparams = r.model->nparams;
+    snprintf(res->imbalance, sizeof res->imbalance, "%s", r.imb.spec);
+    res->gemm_kernel = gemm_kernel_name();
+    res->nepochs = (size_t)epochs;
+    res->epochs = calloc((size_t)epochs, sizeof *res->epochs);
+    if (!res->epochs) {
+        tr_fail("out of memory");
+        fatal(r.rank);
+    }
+
+    /* ---- training ---- */
+    double tot_compute = 0, tot_sleep = 0, tot_exchange = 0;
+    uint64_t step = 0;
+    size_t nsnap = 0;
+    check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r.rank);
+    const double t0 = MPI_Wtime();
+    double epoch_t0 = t0;
+    for (long e = 0; e < epochs; e++) {
+        epoch_stats_t st;
+        memset(&st, 0, sizeof st);
+        shuffle(&r, e);
+        for (long b = 0; b < min_spe; b++) {
+            if (o->max_steps > 0 && step >= (uint64_t)o->max_steps) break;
+            double ta = MPI_Wtime();
+            mlp_batch_t mb;
+            gather_batch(&r, (size_t)b, &mb);
+            double loss = mlp_loss_grad(r.model, r.params, r.work, &mb, r.grad);
+            double tb = MPI_Wtime();
+            double delay = imbalance_delay_ms(&r.imb, r.rank, r.nranks, step, (tb - ta) * 1e3);
+            sleep_ms(delay);
+            double tc = MPI_Wtime();
+            exchange_info_t info;
+            if (exchange_step(r.ex, r.grad, r.update, &info)) fatal(r.rank);
+            double td = MPI_Wtime();
+            apply_delivery(&r, &info, lr_at(o, step, total_steps), &st);
+            r.loss_sum[e] += loss;
+            r.loss_cnt[e] += 1;
+            st.compute_s += tb - ta;
+            st.sleep_s += tc - tb;
+            st.exchange_s += td - tc;
+            st.steps++;
+            step++;
+        }
+        const int last = e + 1 == epochs;
+        if (o->model_sync_epochs > 0 && (e + 1) % o->model_sync_epochs == 0 && !last) average_models(&r);
+        if (last) {
+            /* partial modes: a synchronous round takes every pending gradient */
+            exchange_info_t info;
+            if (exchange_finish(r.ex, r.update, &info)) fatal(r.rank);
+            if (info.rounds > 0) {
+                epoch_stats_t fst;
+                memset(&fst, 0, sizeof fst);
+                apply_delivery(&r, &info, lr_at(o, step, total_steps), &fst);
+                res->flush_rounds = info.rounds;
+                res->rounds_delivered += info.rounds;
+            }
+        }
+        res->rounds_delivered += st.rounds;
+        const double t = MPI_Wtime();
+        tot_compute += st.compute_s;
+        tot_sleep += st.sleep_s;
+        tot_exchange += st.exchange_s;
+        if (r.rank == 0) {
+            epoch_record_t *rec = &res->epochs[e];
+            rec->epoch = e + 1;
+            rec->elapsed_s = t - t0;
+            rec->steps = step;
+            rec->epoch_steps = st.steps;
+            rec->steps_per_s = t > epoch_t0 ? (double)st.steps / (t - epoch_t0) : NAN;
+            rec->rounds = st.rounds;
+            rec->empty_steps = st.empty;
+            rec->mean_active = st.delivered ? (double)st.active_sum / (double)st.delivered : NAN;
+            double ns = st.steps ? (double)st.steps : NAN;
+            rec->compute_ms = st.compute_s * 1e3 / ns;
+            rec->sleep_ms = st.sleep_s * 1e3 / ns;
+            rec->exchange_ms = st.exchange_s * 1e3 / ns;
+            rec->test_accuracy = rec->test_loss = rec->val_mse = NAN;
+            if ((e + 1) % o->eval_every == 0 || last) {
+                /* a copy now, evaluated after training (untimed) */
+                memcpy(r.snapshots + nsnap * r.model->nparams, r.params, r.model->nparams * sizeof *r.params);
+                r.snap_epoch[nsnap++] = e;
+            }
+        }
+        epoch_t0 = t;
+    }
+    const double wall = MPI_Wtime() - t0;
+    if (exchange_free(&r.ex)) fatal(r.rank);
+
+    /* ---- after training: agreement, statistics, evaluation ---- */
+    res->model_max_diff = model_max_diff(&r);
+    double *tmp = calloc((size_t)epochs * 2, sizeof *tmp);
+    if (!tmp) {
+        tr_fail("out of memory");
+        fatal(r.rank);
+    }
+    check_mpi(MPI_Reduce(r.loss_sum, tmp, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r.rank);
+    check_mpi(MPI_Reduce(r.loss_cnt, tmp + epochs, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce",
+              r.rank);
+    double mine[3] = {tot_compute, tot_sleep, tot_exchange}, all[3] = {0, 0, 0};
+    check_mpi(MPI_Reduce(mine, all, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r.rank);
+    res->steps = step;
+    res->wall_s = wall;
+    res->steps_per_s = wall > 0 ? (double)step / wall : NAN;
+    res->test_accuracy = res->test_loss = res->val_mse = res->time_to_target_s = NAN;
+    if (r.rank == 0) {
+        for (long e = 0; e < epochs; e++)
+            res->epochs[e].train_loss = tmp[epochs + e] > 0 ? tmp[e] / tmp[epochs + e] : NAN;
+        res->final_loss = res->epochs[epochs - 1].train_loss;
+        double nsteps = (double)step * r.nranks;
+        res->compute_ms = all[0] * 1e3 / nsteps;
+        res->sleep_ms = all[1] * 1e3 / nsteps;
+        res->exchange_ms = all[2] * 1e3 / nsteps;
+        res->gflops = mlp_flops_per_sample(r.model) * (double)o->batch * nsteps / all[0] / 1e9;
+        r.nsnap = nsnap;
+        evaluate_snapshots(&r, res);
+        const epoch_record_t *fin = &res->epochs[epochs - 1];
+        res->test_accuracy = fin->test_accuracy;
+        res->test_loss = fin->test_loss;
+        res->val_mse = fin->val_mse;
+        if (!isnan(o->target))
+            for (long e = 0; e < epochs; e++) {
+                const epoch_record_t *rec = &res->epochs[e];
+                if (!rec->evaluated) continue;
+                int hit = o->task == TASK_FMNIST ? rec->test_accuracy >= o->target : rec->val_mse <= o->target;
+                if (hit) {
+                    res->time_to_target_s = rec->elapsed_s;
+                    break;
+                }
+            }
+    }
+    free(tmp);
+    run_free(&r);
+    return 0;
+}
+
+void train_result_free(train_result_t *res)
+{
+    if (!res) return;
+    free(res->epochs);
+    res->epochs = NULL;
+    res->nepochs = 0;
+}

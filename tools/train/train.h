@@ -1,0 +1,108 @@
+/* The data-parallel training run of pcoll-train: options, per-epoch records
+ * and the result, and train_run(), which main.c and the tests call. */
+#ifndef PCOLL_TRAIN_TRAIN_H
+#define PCOLL_TRAIN_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcoll.h"
+
+typedef enum train_task { TASK_FMNIST = 0, TASK_HYPERPLANE = 1 } train_task_t;
+
+typedef enum lr_schedule {
+    LR_DEFAULT = -1, /* the task's default */
+    LR_CONSTANT = 0,
+    LR_COSINE = 1 /* lr * (1 + cos(pi * step / steps)) / 2 over the planned steps */
+} lr_schedule_t;
+
+/* Values left at their "unset" marker (NAN, 0, NULL) take the task's default
+ * in train_opts_resolve(); see options.c for the defaults and why. */
+typedef struct train_opts {
+    train_task_t task;
+    const char *algo;          /* mpi, sync, solo, majority, quorum:Q */
+    int sync_every;            /* partial modes: tau */
+    const char *layers;        /* fmnist: "784,512,256,128,10" */
+    const char *data_dir;      /* fmnist */
+    size_t train_limit;        /* fmnist: use the first N training images (0 = all) */
+    size_t dim;                /* hyperplane */
+    size_t train_points;       /* hyperplane */
+    size_t val_points;         /* hyperplane */
+    double noise;              /* hyperplane: noise standard deviation */
+    double lr;                 /* NAN = task default */
+    lr_schedule_t lr_schedule;
+    double momentum;           /* NAN = task default */
+    size_t batch;              /* per rank; 0 = task default */
+    long epochs;               /* 0 = task default */
+    long max_steps;            /* stop after this many steps (0 = no limit) */
+    uint64_t seed;
+    long model_sync_epochs;    /* average the models every N epochs (0 = never) */
+    const char *imbalance;     /* none, random:K:MS, skew:MIN:MAX, slow:RANK:F, dist:MEAN:SD */
+    long eval_every;           /* snapshot (and evaluate) every N epochs */
+    double target;             /* accuracy (fmnist) or MSE (hyperplane); NAN = none */
+    const char *csv_path;      /* NULL = none */
+    const char *json_path;     /* NULL = none */
+    const char *gemm;          /* kernel: auto, avx512, avx2, generic */
+    int quiet;                 /* no table on stdout */
+} train_opts_t;
+
+void train_opts_default(train_opts_t *o);
+/* Fills the task defaults into unset fields. */
+void train_opts_resolve(train_opts_t *o);
+const char *train_task_name(train_task_t t);
+const char *lr_schedule_name(lr_schedule_t s);
+
+/* One epoch as seen by rank 0 (times) and all ranks (loss). */
+typedef struct epoch_record {
+    long epoch;
+    double elapsed_s;       /* rank 0's clock at the epoch's end (after the flush for the last) */
+    uint64_t steps;         /* steps so far (per rank) */
+    uint64_t epoch_steps;
+    double steps_per_s;     /* this epoch's steps / its duration at rank 0 */
+    double train_loss;      /* mean minibatch loss of the epoch, over all ranks */
+    int evaluated;          /* a snapshot was taken and evaluated */
+    double test_accuracy;   /* fmnist (NAN otherwise) */
+    double test_loss;       /* fmnist: test cross-entropy; hyperplane: validation MSE */
+    double val_mse;         /* hyperplane (NAN otherwise) */
+    uint64_t rounds;        /* rank 0: rounds delivered this epoch */
+    uint64_t empty_steps;   /* rank 0: steps that delivered nothing */
+    double mean_active;     /* rank 0: mean active ranks in the delivered rounds */
+    double compute_ms;      /* rank 0: mean per step */
+    double sleep_ms;        /* rank 0: mean injected delay per step */
+    double exchange_ms;     /* rank 0: mean time in the exchange per step */
+} epoch_record_t;
+
+typedef struct train_result {
+    /* the resolved configuration */
+    train_opts_t opts;
+    int ranks;
+    char model[256];        /* "784-512-256-128-10" (truncated if longer) */
+    size_t nparams;
+    char imbalance[64];
+    const char *gemm_kernel;
+    /* outcome (rank 0; model_max_diff at every rank) */
+    epoch_record_t *epochs;
+    size_t nepochs;
+    uint64_t steps;
+    double wall_s;
+    double steps_per_s;
+    double final_loss;       /* training loss of the last epoch */
+    double test_accuracy;    /* of the final model (fmnist) */
+    double test_loss;
+    double val_mse;          /* of the final model (hyperplane) */
+    double time_to_target_s; /* NAN if not reached or no target */
+    double model_max_diff;   /* max over parameters of max - min over ranks */
+    double gflops;           /* dense-layer GFLOP/s per rank while computing */
+    double compute_ms, sleep_ms, exchange_ms; /* per step, mean over ranks and steps */
+    uint64_t flush_rounds;   /* rounds the final flush delivered (this rank) */
+    uint64_t rounds_delivered; /* rounds this rank received in all (flush included):
+                                  the same at every rank unless a round was lost */
+} train_result_t;
+
+/* Collective over MPI_COMM_WORLD.  ctx may be NULL for --algo mpi.  Returns 0,
+ * or -1 at every rank with the same message (tr_error) when the setup fails
+ * (bad options, missing data); failures during training abort the job. */
+int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res);
+void train_result_free(train_result_t *res);
+
+#endif
