@@ -27,7 +27,7 @@
 void *pc_partial_buffer_get(pcoll_partial_t *p)
 {
     if (p->npool > 0) return p->pool[--p->npool];
-    return calloc(p->count + 2, p->esize);
+    return malloc(p->bytes);
 }
 
 void pc_partial_buffer_put(pcoll_partial_t *p, void *b)
@@ -225,8 +225,8 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     p->act_in = calloc(1, p->act_msg_bytes);
     p->slot[0].counted = calloc(p->bitmap_bytes, 1);
     p->slot[1].counted = calloc(p->bitmap_bytes, 1);
-    p->pending = calloc(count + 2, es);
-    p->delivered = calloc(count + 2, es);
+    p->pending = malloc(p->bytes);
+    p->delivered = malloc(p->bytes);
     if (!p->act_in || !p->slot[0].counted || !p->slot[1].counted || !p->pending || !p->delivered ||
         (p->me == PC_LEADER && pc_leader_alloc(p) != PCOLL_SUCCESS)) {
         destroy(p);
@@ -328,6 +328,15 @@ static int enter(pcoll_partial_t *p, const char *fn)
     return PCOLL_SUCCESS; /* with the lock held */
 }
 
+/* A delivered buffer with no round in it is zero, whatever its bytes. */
+static void copy_delivered(const pcoll_partial_t *p, void *out, const void *delivered, uint64_t rounds)
+{
+    if (rounds > 0)
+        memcpy(out, delivered, p->count * p->esize);
+    else
+        memset(out, 0, p->count * p->esize);
+}
+
 /* Takes the delivered results (lock held on entry, released on return). */
 static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, int own)
 {
@@ -342,12 +351,11 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, int 
     pthread_mutex_unlock(&p->lock);
     if (!fresh) { /* no memory for a swap: copy under the lock instead */
         pthread_mutex_lock(&p->lock);
-        memcpy(out, p->delivered, p->count * p->esize);
-        memset(p->delivered, 0, p->bytes);
+        copy_delivered(p, out, p->delivered, p->dmeta.rounds);
+        m = p->dmeta;
         memset(&p->dmeta, 0, sizeof p->dmeta);
     } else {
-        memcpy(out, d, p->count * p->esize);
-        memset(d, 0, p->bytes);
+        copy_delivered(p, out, d, m.rounds);
         pthread_mutex_lock(&p->lock);
         pc_partial_buffer_put(p, d);
     }
@@ -368,9 +376,10 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, int 
     }
 }
 
-static void add_contribution(pcoll_partial_t *p, void *dst, const void *src)
+/* dst holds `held` contributions (0: it is zero, whatever its bytes) */
+static void add_contribution(pcoll_partial_t *p, void *dst, const void *src, uint64_t held)
 {
-    if (p->cfg.mode == PCOLL_ACCUMULATE)
+    if (p->cfg.mode == PCOLL_ACCUMULATE && held > 0)
         pc_reduce_sum(dst, dst, src, p->count, p->dtype);
     else
         memcpy(dst, src, p->count * p->esize);
@@ -384,9 +393,10 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
     int kick = 0;
     if (contribution) { /* step 1 */
         void *pending = p->pending;
+        uint64_t held = p->pending_contribs;
         p->adding = 1;
         pthread_mutex_unlock(&p->lock);
-        add_contribution(p, pending, contribution);
+        add_contribution(p, pending, contribution, held);
         pthread_mutex_lock(&p->lock);
         p->adding = 0;
         p->pending_contribs++;

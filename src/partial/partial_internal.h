@@ -7,7 +7,10 @@
  * Buffers hold count elements plus a two-element trailer in the same type:
  * [active, contributions].  A rank writes 1/0 and its number of contributions
  * there when a round takes its pending buffer; after the allreduce the trailer
- * holds the round's totals.
+ * holds the round's totals.  No buffer is ever cleared: `pending` with no
+ * contribution and `delivered` with no round are zero by definition, so the
+ * first contribution is copied (not added) and results are copied out once;
+ * zeros are written only when a round takes from a rank with nothing pending.
  *
  * Locking: `lock` guards the fields marked (L).  The application never holds it
  * while copying data, so the progress thread never waits on the application
@@ -96,7 +99,9 @@ struct pcoll_partial {
     /* ---- shared with the application ---- */
     pthread_mutex_t lock;
     void *pending;              /* (L) contributions not yet taken           */
-    uint64_t pending_contribs;  /* (L) contributions in `pending`            */
+    uint64_t pending_contribs;  /* (L) contributions in `pending` (0: it is
+                                       zero, whatever its bytes; REPLACE:
+                                       contributions ever made)             */
     int adding;                 /* (L) the application is writing `pending`  */
     int start_deferred;         /* (L) a round waits for `adding` to clear   */
     uint64_t waiting_from;      /* (L) the application waits in the library
@@ -158,7 +163,7 @@ void pc_leader_notify(pcoll_partial_t *p, uint32_t type, uint64_t round);
 void pc_partial_park(void *object, int parked);
 
 /* ---- partial.c ---- */
-void *pc_partial_buffer_get(pcoll_partial_t *p);        /* (L) held: a zeroed buffer */
+void *pc_partial_buffer_get(pcoll_partial_t *p);        /* (L) held: a spare buffer  */
 void pc_partial_buffer_put(pcoll_partial_t *p, void *b); /* (L) held */
 void pc_trailer_set(pcoll_partial_t *p, void *buf, int64_t active, int64_t contributions);
 void pc_trailer_get(const pcoll_partial_t *p, const void *buf, int64_t *active, int64_t *contributions);

@@ -229,6 +229,7 @@ void pc_round_try_start(pcoll_partial_t *p)
     }
     void *buf;
     int64_t contribs;
+    int zero = p->pending_contribs == 0; /* nothing ever put there: contribute zeros */
     if (p->cfg.mode == PCOLL_ACCUMULATE) {
         buf = p->pending; /* swapped out: the round takes everything pending */
         p->pending = fresh;
@@ -236,7 +237,7 @@ void pc_round_try_start(pcoll_partial_t *p)
         p->pending_contribs = 0;
     } else {
         buf = fresh; /* REPLACE: the latest contribution stays for later rounds */
-        memcpy(buf, p->pending, p->count * p->esize);
+        if (!zero) memcpy(buf, p->pending, p->count * p->esize);
         contribs = 1;
     }
     /* active: waiting for this round here, or counted by the leader as parked
@@ -248,6 +249,7 @@ void pc_round_try_start(pcoll_partial_t *p)
     PC_DEBUG("partial ch%u: start round %llu active %d contributions %lld", p->channel, (unsigned long long)r, active,
              (long long)contribs);
 
+    if (zero) memset(buf, 0, p->count * p->esize);
     pc_trailer_set(p, buf, active, contribs);
     p->running = 1;
     p->running_round = r;
@@ -289,7 +291,7 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     pthread_mutex_lock(&p->lock);
     pc_delivery_t *d = &p->dmeta;
     if (d->rounds == 0) {
-        spare = p->delivered; /* empty (zeroed): the round's buffer becomes delivered */
+        spare = p->delivered; /* empty: the round's buffer becomes delivered */
         p->delivered = buf;
         d->first = r;
         d->active_min = (int)active;
@@ -310,9 +312,6 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     d->sync_last = (flags & PC_ROUND_SYNC) != 0;
     d->parked += (uint64_t)p->running_parked;
     p->running = 0;
-    pthread_mutex_unlock(&p->lock);
-    if (spare) memset(spare, 0, p->bytes);
-    pthread_mutex_lock(&p->lock);
     if (spare) pc_partial_buffer_put(p, spare);
     atomic_store(&p->rounds_completed, r + 1);
     if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
