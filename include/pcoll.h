@@ -9,9 +9,10 @@
  *   pcoll_finalize(&ctx);
  *
  * Threading: a context may be used from any application thread, but a given
- * request or partial object from one thread at a time.  All library MPI
- * traffic runs on the context's progress thread, on a private duplicate of the
- * user's communicator, so MPI must provide MPI_THREAD_MULTIPLE.
+ * request or partial object from one thread at a time.  The library's MPI
+ * traffic runs on a private duplicate of the user's communicator, on the
+ * context's progress thread or, while an application thread blocks in a pcoll
+ * call, on that thread; so MPI must provide MPI_THREAD_MULTIPLE.
  */
 #ifndef PCOLL_H
 #define PCOLL_H
@@ -118,13 +119,14 @@ PCOLL_API int pcoll_rank(const pcoll_t *ctx); /* rank in the context's communica
 PCOLL_API int pcoll_size(const pcoll_t *ctx);
 
 /*
- * How the progress thread and waiting application threads use the CPU.  The
- * progress thread polls MPI (yielding the CPU after every empty poll) for
- * active_spin_us after the last completion while operations are in flight,
- * or idle_spin_us when only receives for incoming activations are posted;
- * then it sleeps in pauses growing to max_sleep_us, or until woken when
- * nothing at all is outstanding.  An application thread waiting in pcoll
- * polls for wait_spin_us, then blocks until the progress thread wakes it.
+ * How the thread progressing pcoll uses the CPU: the progress thread, or an
+ * application thread blocked in pcoll, which progresses it meanwhile.  It
+ * polls MPI (yielding the CPU after every empty poll) for active_spin_us
+ * after the last completion while operations are in flight, or idle_spin_us
+ * when only receives for incoming activations are posted; then it sleeps in
+ * pauses growing to max_sleep_us, or until woken when nothing at all is
+ * outstanding.  A second application thread waiting in pcoll while another
+ * one progresses it polls for wait_spin_us, then blocks until woken.
  * Defaults: when this node runs more threads than it has CPUs (2 per rank,
  * or a process bound to a single CPU) idle_spin_us = wait_spin_us = 0, else
  * 50; active_spin_us = 2000; max_sleep_us = 200.  The environment variables
@@ -303,8 +305,9 @@ typedef struct pcoll_round {
 
 typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
 
-/* Called on the progress thread at every completed round, in round order.
- * Keep it short; it must not call pcoll.  NULL removes the observer. */
+/* Called at every completed round, in round order, on the thread progressing
+ * pcoll (the progress thread, or an application thread blocked in a pcoll
+ * call).  Keep it short; it must not call pcoll.  NULL removes the observer. */
 PCOLL_API int pcoll_partial_set_observer(pcoll_partial_t *p, pcoll_round_observer_t fn, void *arg);
 
 /* initiator(r) of a MAJORITY object: a seeded random permutation of the ranks

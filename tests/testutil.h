@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 #include "pcoll.h"
 
 static int tu_rank_ = -1;
-static long tu_checks_ = 0;
+static _Atomic long tu_checks_ = 0; /* tests may check from several threads */
 
 static inline void tu_fail(const char *file, int line, const char *what)
 {

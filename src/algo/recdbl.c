@@ -12,6 +12,11 @@
  *   then send the result back to the folded ranks.  Both sides of a swap add
  *   the same two vectors (a + b == b + a in IEEE arithmetic), so every rank
  *   ends with the same bits.  Tag steps: 0 fold, 1 + j swap j, k + 1 unfold.
+ *
+ *   The sums alternate between OUT and a scratch vector, ending in OUT:
+ *   step j overwrites what step j - 1 sent, never what step j sends, so a
+ *   send need not have completed before the next addition (above MPI's
+ *   eager limit a send completes only once the peer has taken the data).
  */
 #include "allreduce.h"
 
@@ -26,24 +31,35 @@ void pc_build_recdbl(pc_sched_t *s, const pc_allreduce_spec_t *sp)
         pc_fold_post(s, sp, &f, last, f.k + 1);
         return;
     }
+    if (f.k == 0) return;
+    pc_ref_t out = pc_ref(PC_SLOT_OUT, 0), acc = pc_ref((uint32_t)pc_sched_scratch(s, bytes), 0);
+    /* step j writes OUT when k - 1 - j is even; step 0 must not write what it sends */
+    if (cur.slot == PC_SLOT_OUT && (f.k - 1) % 2 == 0) {
+        int cp = pc_sched_copy(s, acc, out, bytes);
+        pc_sched_dep(s, last, cp);
+        last = cp;
+        cur = acc;
+    }
     int tmp[2] = {-1, -1};    /* two receive buffers, so swap j+1 can be posted early */
     int reader[2] = {-1, -1}; /* the last reduce that read each of them */
+    int prev_send = -1;       /* it reads what this step's addition overwrites */
     for (int j = 0; j < f.k; j++) {
         int x = j % 2;
         if (tmp[x] < 0) tmp[x] = pc_sched_scratch(s, bytes);
+        pc_ref_t dst = (f.k - 1 - j) % 2 == 0 ? out : acc;
         int peer = pc_rank_of(sp, pc_fold_index(&f, f.v ^ (1 << j)));
-        int cur_is_out = cur.slot == PC_SLOT_OUT;
         int snd = pc_sched_send(s, cur, bytes, peer, 1 + j);
         int rcv = pc_sched_recv(s, pc_ref((uint32_t)tmp[x], 0), bytes, peer, 1 + j);
-        int red = pc_sched_reduce(s, pc_ref(PC_SLOT_OUT, 0), cur, pc_ref((uint32_t)tmp[x], 0), sp->count, sp->dtype);
+        int red = pc_sched_reduce(s, dst, cur, pc_ref((uint32_t)tmp[x], 0), sp->count, sp->dtype);
         pc_sched_dep(s, last, snd);
         pc_sched_dep(s, reader[x], rcv);
         pc_sched_dep(s, rcv, red);
         pc_sched_dep(s, last, red);
-        if (cur_is_out) pc_sched_dep(s, snd, red); /* the send reads what the reduce overwrites */
+        pc_sched_dep(s, prev_send, red);
         reader[x] = red;
         last = red;
-        cur = pc_ref(PC_SLOT_OUT, 0);
+        prev_send = snd;
+        cur = dst;
     }
     last = pc_finish_avg(s, sp, last);
     pc_fold_post(s, sp, &f, last, f.k + 1);

@@ -2,12 +2,15 @@
  * Public synchronous allreduce: argument checks, the group's channel and
  * sequence number, a cache of built schedules, and requests.
  *
- *   app thread                                progress thread
+ *   app thread                                token holder (progress.h)
  *   pcoll_iallreduce: check, seq = g->next_seq++,
  *     schedule from cache or built  --post-->  start_op: wait for the seq
  *                                              slot, run the schedule
- *   pcoll_wait: sleep until done  <--notify--  op_done: free the slot,
+ *   pcoll_wait: until done        <--notify--  op_done: free the slot,
  *     return schedule to the cache             start the ops that waited
+ *
+ * A blocking pcoll_allreduce posts quietly and then, in pcoll_wait's place,
+ * normally takes the token and runs the operation on its own thread.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -109,7 +112,7 @@ void pc_cache_clear(pcoll_t *ctx)
     ctx->ncache = 0;
 }
 
-/* ---- progress thread ---- */
+/* ---- token holder ---- */
 
 static void start_op(pc_engine_t *e, void *arg);
 
@@ -226,10 +229,12 @@ static int prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t coun
     return PCOLL_SUCCESS;
 }
 
-static int post(pcoll_request_t *req)
+/* waits: the caller calls pc_engine_wait next (no ring needed) */
+static int post(pcoll_request_t *req, int waits)
 {
     atomic_fetch_add(&req->ctx->inflight, 1);
-    int rc = pc_engine_post(req->ctx->engine, start_op, req);
+    int rc = waits ? pc_engine_post_quiet(req->ctx->engine, start_op, req)
+                   : pc_engine_post(req->ctx->engine, start_op, req);
     if (rc != PCOLL_SUCCESS) atomic_fetch_sub(&req->ctx->inflight, 1);
     return rc;
 }
@@ -252,15 +257,13 @@ int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
     memset(&req, 0, sizeof req);
     int rc = prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, &req, __func__);
     if (rc != PCOLL_SUCCESS) return rc;
-    if ((rc = post(&req)) != PCOLL_SUCCESS) {
+    if ((rc = post(&req, 1)) != PCOLL_SUCCESS) {
         pc_sched_free(req.sched);
         return PC_ERR(rc, "cannot queue the operation");
     }
-    if (!is_done(&req)) {
-        pc_ctx_park(ctx, NULL, 1);
-        pc_engine_wait(ctx->engine, is_done, &req);
-        pc_ctx_park(ctx, NULL, 0);
-    }
+    pc_ctx_park(ctx, NULL, 1);
+    pc_engine_wait(ctx->engine, is_done, &req); /* runs the operation itself */
+    pc_ctx_park(ctx, NULL, 0);
     return finish(&req);
 }
 
@@ -276,7 +279,7 @@ int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
         free(req);
         return rc;
     }
-    if ((rc = post(req)) != PCOLL_SUCCESS) {
+    if ((rc = post(req, 0)) != PCOLL_SUCCESS) {
         pc_sched_free(req->sched);
         free(req);
         return PC_ERR(rc, "cannot queue the operation");

@@ -1,18 +1,23 @@
 /*
- * Doorbells: one word per rank that its progress thread sleeps on (a futex).
- * The words of the ranks on one node share memory (MPI_Win_allocate_shared),
- * so a rank that sends a message to a sleeping neighbour wakes it at once:
- * an idle progress thread needs no timer, and an activation reaches it in
- * microseconds.  Ranks on other nodes cannot ring; the engine then keeps
- * polling with short pauses.  Without shared memory every doorbell is
- * private (only the process's own posts ring it).
+ * Doorbells: one word per rank that the rank's progressing thread sleeps on
+ * (a futex).  The words of the ranks on one node share memory
+ * (MPI_Win_allocate_shared), so a rank that sends a message to a sleeping
+ * neighbour wakes it at once: an idle rank needs no timer, and an activation
+ * reaches it in microseconds.  Ranks on other nodes cannot ring; the engine
+ * then keeps polling with short pauses.  Without shared memory every doorbell
+ * is private (only the process's own posts ring it).
  *
- *   sleeper (progress thread)          ringer (any thread, any local rank)
+ * Two threads of a rank may sleep on its bell: the progress thread and an
+ * application thread that holds the progress token (progress.h).  The bell
+ * says which of them answers (`holder`); a ring wakes only that one, so the
+ * other sleeps on undisturbed.
+ *
+ *   sleeper                            ringer (any thread, any local rank)
  *   seq = pc_doorbell_seq()            ... make the work visible ...
  *   look for work; none:               seq += 1
- *   sleeping = 1                       if sleeping: futex wake
+ *   mark itself sleeping               if the holder sleeps: futex wake it
  *   futex wait while seq unchanged
- *   sleeping = 0
+ *   unmark
  */
 #ifndef PC_ENGINE_DOORBELL_H
 #define PC_ENGINE_DOORBELL_H
@@ -31,19 +36,26 @@ void pc_doorbells_destroy(pc_doorbells_t *d);
 /* 1 when every rank of the communicator can ring this rank. */
 int pc_doorbells_all_local(const pc_doorbells_t *d);
 
-/* How a progress thread sleeps: with nothing in flight only control
- * messages should wake it; with an operation in flight, its data too. */
+/* How a thread sleeps: with nothing in flight only control messages should
+ * wake it; with an operation in flight, its data too. */
 typedef enum { PC_SLEEP_IDLE = 1, PC_SLEEP_ACTIVE = 2 } pc_sleep_mode_t;
 
-/* The calling rank's progress thread: read before looking for work ... */
+/* Who sleeps: the progress thread or the application thread holding the token. */
+typedef enum { PC_SLEEPER_THREAD = 0, PC_SLEEPER_APP = 1 } pc_sleeper_t;
+
+/* The calling rank: read before looking for work ... */
 uint32_t pc_doorbell_seq(const pc_doorbells_t *d);
 /* ... then sleep unless rung since; timeout_us < 0: no timeout. */
-void pc_doorbell_sleep(pc_doorbells_t *d, uint32_t seq, long timeout_us, pc_sleep_mode_t mode);
+void pc_doorbell_sleep(pc_doorbells_t *d, uint32_t seq, long timeout_us, pc_sleep_mode_t mode, pc_sleeper_t who);
 
-/* Wake this rank's progress thread (application posts). */
+/* Who answers this rank's rings from now on. */
+void pc_doorbell_set_holder(pc_doorbells_t *d, pc_sleeper_t who);
+/* Wake whoever answers this rank's rings (application posts). */
 void pc_doorbell_ring_self(pc_doorbells_t *d);
+/* Wake this rank's progress thread whoever answers (a token handed back). */
+void pc_doorbell_wake_thread(pc_doorbells_t *d);
 /* A control message was sent to `peer` (call exactly once per message):
- * counts it in peer's bell and wakes peer's progress thread if it sleeps. */
+ * counts it in peer's bell and wakes peer's answering thread if it sleeps. */
 void pc_doorbell_ring(pc_doorbells_t *d, int peer);
 /* Wake `peer` if it sleeps, without counting a message. */
 void pc_doorbell_nudge(pc_doorbells_t *d, int peer);

@@ -23,6 +23,14 @@
  * it for us, and then nobody rings a second time. */
 #define PC_RING_SPIN_US 100.0
 
+/* A progress thread parked while an application thread holds the token
+ * looks again after this long at the latest (a safety net: the holder wakes
+ * it when it hands the token back with work left). */
+#define PC_PARK_US 20000L
+
+/* Who progresses the engine (holds the token). */
+enum { TOKEN_FREE = 0, TOKEN_THREAD = 1, TOKEN_APP = 2 };
+
 typedef struct task {
     pc_task_fn fn;
     void *arg;
@@ -53,12 +61,18 @@ struct pc_engine {
     atomic_int qlen;
     pc_doorbells_t *bells;
 
-    /* progress thread -> application */
+    /* the progress token, and application threads asking for it */
+    atomic_int token;
+    atomic_int app_wants;
+
+    /* token holder -> application threads waiting without the token */
     pthread_mutex_t wlock;
     pthread_cond_t wcond;
     atomic_int nwaiters;
 
-    /* progress thread only */
+    /* the token holder only */
+    uint32_t looked_seq;  /* doorbell seq at the last look for work */
+    int thread_sleeps_forever; /* the progress thread sleeps without timeout */
     MPI_Request *reqs;
     owner_t *owners;
     int nreqs, capreqs;
@@ -274,42 +288,123 @@ static long sleep_timeout_us(pc_engine_t *e, int *pause_us)
     return t;
 }
 
+/* ---- the token and the two kinds of holder ---- */
+
+/* What a thread progressing the engine remembers between looks. */
+typedef struct driver {
+    uint32_t seq;     /* doorbell seq at the previous look   */
+    double last_work; /* when something last happened        */
+    double rung;      /* when the doorbell last rang         */
+    int pause_us;     /* next pause while operations are in flight */
+} driver_t;
+
+static void driver_init(pc_engine_t *e, driver_t *d)
+{
+    d->seq = pc_doorbell_seq(e->bells);
+    d->last_work = now_us();
+    d->rung = 0;
+    d->pause_us = 1;
+}
+
+/* One look for work by the token holder: queued tasks, then every request.
+ * Returns how many things it did. */
+static int look(pc_engine_t *e, driver_t *d)
+{
+    atomic_fetch_add_explicit(&e->n_loops, 1, memory_order_relaxed);
+    uint32_t seq = pc_doorbell_seq(e->bells); /* before looking: a later ring means more */
+    if (seq != d->seq) {
+        d->seq = seq;
+        d->rung = now_us();
+    }
+    e->looked_seq = seq;
+    int did = 0;
+    if (atomic_load(&e->qlen)) did += run_tasks(e);
+    if (e->nreqs) did += test_requests(e);
+    if (did) {
+        d->last_work = now_us();
+        d->pause_us = 1;
+    }
+    return did;
+}
+
+/* Nothing found: 1 to look again after yielding the CPU, 0 to sleep.  An
+ * operation in flight is polled much longer than idle listeners. */
+static int keep_looking(pc_engine_t *e, const driver_t *d)
+{
+    int limit = e->nactive ? atomic_load(&e->active_spin_us) : atomic_load(&e->idle_spin_us);
+    double t = now_us();
+    return t - d->last_work < (double)limit || (e->nreqs && t - d->rung < PC_RING_SPIN_US);
+}
+
+static int take_token(pc_engine_t *e, int who)
+{
+    int expected = TOKEN_FREE;
+    if (!atomic_compare_exchange_strong(&e->token, &expected, who)) return 0;
+    if (who == TOKEN_APP) pc_doorbell_set_holder(e->bells, PC_SLEEPER_APP);
+    return 1;
+}
+
+/* The progress thread hands the token back (to nobody in particular). */
+static void thread_gives_token(pc_engine_t *e) { atomic_store(&e->token, TOKEN_FREE); }
+
+/* An application thread hands the token back.  Rings from here on go to
+ * the progress thread; it is woken if it has something to do that it would
+ * not be rung for: a ring that came after our last look, operations in
+ * flight, queued tasks, or receives while it sleeps without a timeout. */
+static void app_gives_token(pc_engine_t *e)
+{
+    pc_doorbell_set_holder(e->bells, PC_SLEEPER_THREAD); /* then read seq: see ring() */
+    int wake = pc_doorbell_seq(e->bells) != e->looked_seq || e->nactive > 0 || atomic_load(&e->qlen) > 0 ||
+               (e->thread_sleeps_forever && e->nreqs > 0);
+    atomic_store(&e->token, TOKEN_FREE);
+    if (wake) pc_doorbell_wake_thread(e->bells);
+    if (atomic_load(&e->nwaiters)) pc_engine_notify(e); /* another waiter may take over */
+}
+
 static void *progress_main(void *arg)
 {
     pc_engine_t *e = arg;
     /* short sleeps should be short: the default 50 us timer slack is not */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    double last = now_us(), rung = 0;
-    uint32_t last_seq = pc_doorbell_seq(e->bells);
-    int pause_us = 1;
+    driver_t d;
+    driver_init(e, &d);
     for (;;) {
-        atomic_fetch_add_explicit(&e->n_loops, 1, memory_order_relaxed);
-        uint32_t seq = pc_doorbell_seq(e->bells); /* before looking for work */
-        if (seq != last_seq) { /* rung since we last looked */
-            last_seq = seq;
-            rung = now_us();
-        }
-        int did = 0;
-        if (atomic_load(&e->qlen)) did += run_tasks(e);
-        if (e->nreqs) did += test_requests(e);
-        if (did) {
-            last = now_us();
-            pause_us = 1;
+        if (atomic_load(&e->app_wants) || !take_token(e, TOKEN_THREAD)) {
+            /* an application thread progresses, or is about to: park until
+             * it hands the token back with work left (it wakes us then) */
+            uint32_t seq = pc_doorbell_seq(e->bells);
+            if (atomic_load(&e->token) == TOKEN_APP)
+                pc_doorbell_sleep(e->bells, seq, PC_PARK_US, PC_SLEEP_IDLE, PC_SLEEPER_THREAD);
+            else
+                sched_yield();
             continue;
         }
-        if (atomic_load(&e->stop) && e->nactive == 0 && !atomic_load(&e->qlen)) break;
-        /* an operation in flight is polled much longer than idle listeners;
-         * every empty poll gives the CPU to whoever else wants it */
-        int limit = e->nactive ? atomic_load(&e->active_spin_us) : atomic_load(&e->idle_spin_us);
-        double t = now_us();
-        if (t - last < (double)limit || (e->nreqs && t - rung < PC_RING_SPIN_US)) {
-            sched_yield();
+        int sleep = 0;
+        while (!atomic_load(&e->app_wants)) {
+            if (look(e, &d)) continue;
+            if (atomic_load(&e->stop) && e->nactive == 0 && !atomic_load(&e->qlen)) {
+                thread_gives_token(e);
+                return NULL;
+            }
+            if (keep_looking(e, &d)) {
+                sched_yield();
+                continue;
+            }
+            sleep = 1;
+            break;
+        }
+        if (!sleep) { /* an application thread asked for the token */
+            thread_gives_token(e);
             continue;
         }
+        long timeout = sleep_timeout_us(e, &d.pause_us);
+        pc_sleep_mode_t mode = e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE;
+        uint32_t seq = e->looked_seq;
+        e->thread_sleeps_forever = timeout < 0;
         atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
-        pc_doorbell_sleep(e->bells, seq, sleep_timeout_us(e, &pause_us), e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE);
+        thread_gives_token(e); /* an application thread may take it while we sleep */
+        pc_doorbell_sleep(e->bells, seq, timeout, mode, PC_SLEEPER_THREAD);
     }
-    return NULL;
 }
 
 int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy, pc_engine_t **out)
@@ -380,7 +475,7 @@ void pc_engine_get_policy(const pc_engine_t *e, pcoll_progress_policy_t *p)
     p->max_sleep_us = atomic_load(&e->max_sleep_us);
 }
 
-int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg)
+static int enqueue(pc_engine_t *e, pc_task_fn fn, void *arg)
 {
     task_t *t = malloc(sizeof *t);
     if (!t) return PCOLL_ERR_NOMEM;
@@ -395,29 +490,91 @@ int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg)
     e->qtail = t;
     atomic_fetch_add(&e->qlen, 1);
     pthread_mutex_unlock(&e->qlock);
-    pc_doorbell_ring_self(e->bells);
     return PCOLL_SUCCESS;
 }
 
-void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg)
+int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg)
 {
-    if (pred(arg)) return;
+    int rc = enqueue(e, fn, arg);
+    if (rc == PCOLL_SUCCESS) pc_doorbell_ring_self(e->bells);
+    return rc;
+}
+
+int pc_engine_post_quiet(pc_engine_t *e, pc_task_fn fn, void *arg) { return enqueue(e, fn, arg); }
+
+/* The calling application thread progresses the engine until pred holds,
+ * sleeping on the doorbell in place of the progress thread. */
+static void app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg)
+{
+    driver_t d;
+    driver_init(e, &d);
+    for (;;) {
+        int did = look(e, &d);
+        if (pred(arg)) return;
+        if (did) continue;
+        if (keep_looking(e, &d)) {
+            sched_yield();
+            continue;
+        }
+        atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
+        long timeout = sleep_timeout_us(e, &d.pause_us);
+        pc_doorbell_sleep(e->bells, e->looked_seq, timeout, e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE,
+                          PC_SLEEPER_APP);
+    }
+}
+
+/* Takes the token for an application thread; 0 if another application
+ * thread holds it.  The progress thread gives it up at its next look. */
+static int app_takes_token(pc_engine_t *e)
+{
+    atomic_fetch_add(&e->app_wants, 1);
+    int got;
+    for (;;) {
+        if ((got = take_token(e, TOKEN_APP)) || atomic_load(&e->token) == TOKEN_APP) break;
+        sched_yield();
+    }
+    atomic_fetch_sub(&e->app_wants, 1);
+    return got;
+}
+
+static int waiter_may_go(pc_engine_t *e, pc_pred_fn pred, void *arg)
+{
+    return pred(arg) || atomic_load(&e->token) != TOKEN_APP;
+}
+
+/* Another application thread progresses: wait for its notifications. */
+static void wait_notified(pc_engine_t *e, pc_pred_fn pred, void *arg)
+{
     double t0 = now_us();
     double spin = (double)atomic_load(&e->wait_spin_us);
     while (now_us() - t0 < spin) {
+        if (waiter_may_go(e, pred, arg)) return;
         sched_yield();
-        if (pred(arg)) return;
     }
     pthread_mutex_lock(&e->wlock);
     atomic_fetch_add(&e->nwaiters, 1);
-    while (!pred(arg)) pthread_cond_wait(&e->wcond, &e->wlock);
+    while (!waiter_may_go(e, pred, arg)) pthread_cond_wait(&e->wcond, &e->wlock);
     atomic_fetch_sub(&e->nwaiters, 1);
     pthread_mutex_unlock(&e->wlock);
 }
 
+void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg)
+{
+    while (!pred(arg)) {
+        if (app_takes_token(e)) {
+            app_drives(e, pred, arg);
+            app_gives_token(e);
+            return;
+        }
+        wait_notified(e, pred, arg);
+    }
+    /* tasks queued by pc_engine_post_quiet for this wait: someone runs them */
+    if (atomic_load(&e->qlen)) pc_doorbell_ring_self(e->bells);
+}
+
 void pc_engine_notify(pc_engine_t *e)
 {
-    /* pairs with the seq_cst increment in pc_engine_wait: either the waiter
+    /* pairs with the seq_cst increment in wait_notified: either the waiter
      * sees the predicate true, or we see the waiter and wake it */
     if (atomic_load(&e->nwaiters)) {
         pthread_mutex_lock(&e->wlock);
@@ -425,8 +582,6 @@ void pc_engine_notify(pc_engine_t *e)
         pthread_mutex_unlock(&e->wlock);
     }
 }
-
-int pc_engine_on_thread(const pc_engine_t *e) { return pthread_equal(pthread_self(), e->thread); }
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }
 MPI_Comm pc_engine_comm(const pc_engine_t *e) { return e->comm; }

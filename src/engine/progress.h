@@ -1,21 +1,34 @@
 /*
- * The progress engine: one thread per context that issues and tests every
- * library MPI request (DESIGN section 2).
+ * The progress engine: issues and tests every library MPI request of a
+ * context (DESIGN section 2).  Whoever holds the engine's progress token
+ * runs it: the progress thread, or an application thread blocked in
+ * pc_engine_wait, which then needs no handoff in either direction.
  *
- *   application thread                 progress thread
- *   ------------------                 ---------------
+ *   application thread                 token holder
+ *   ------------------                 ------------
  *   pc_engine_post(fn, arg)  --queue-->  runs fn(e, arg): starts schedules,
  *                                        posts sends / receives
- *   pc_engine_wait(pred)     <-notify--  MPI_Testsome -> step / message
- *                                        callbacks -> pc_engine_notify()
+ *   pc_engine_wait(pred):                MPI_Testsome -> step / message
+ *     takes the token from the             callbacks -> pc_engine_notify()
+ *     progress thread and runs the
+ *     engine itself until pred holds
+ *     (or, when another application
+ *     thread has it, waits for its
+ *     notifications)
+ *
+ * The progress thread gives the token up at its next look when an
+ * application thread asks, and before it sleeps; it parks while an
+ * application thread holds it, and is woken when that thread hands it back
+ * with work left (doorbell.h).  Callbacks run on the holder; they must not
+ * wait.
  *
  * Idle policy (pcoll_progress_policy_t, see pcoll.h): after the last
- * completion the thread polls, yielding the CPU after every empty poll, for
- * active_spin_us while operations are in flight or idle_spin_us otherwise; then
- * it sleeps in growing pauses (at most max_sleep_us) while receives are posted,
- * and until posted to when nothing at all is outstanding.  A post wakes it at
- * once.  Everything named pc_engine_* below except post, wait, notify,
- * create, destroy and the policy setter runs on the progress thread only.
+ * completion the holder polls, yielding the CPU after every empty poll, for
+ * active_spin_us while operations are in flight or idle_spin_us otherwise;
+ * then it sleeps in growing pauses (at most max_sleep_us) while receives are
+ * posted, and until posted to when nothing at all is outstanding.  A post
+ * wakes it at once.  Everything named pc_engine_* below except post, wait,
+ * notify, create, destroy and the policy functions runs on the holder only.
  */
 #ifndef PC_ENGINE_PROGRESS_H
 #define PC_ENGINE_PROGRESS_H
@@ -39,22 +52,23 @@ void pc_engine_destroy(pc_engine_t *e);
 void pc_engine_set_policy(pc_engine_t *e, const pcoll_progress_policy_t *policy);
 void pc_engine_get_policy(const pc_engine_t *e, pcoll_progress_policy_t *policy);
 
-/* Any thread: run fn(e, arg) on the progress thread. */
+/* Any thread: run fn(e, arg) on the token holder. */
 int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg);
-/* Any thread but the progress thread: return once pred(arg) is true, spinning
- * briefly and then sleeping until the progress thread notifies. */
+/* The same for a caller that calls pc_engine_wait next: it rings nobody,
+ * as the wait runs the task itself (or rings when it does not). */
+int pc_engine_post_quiet(pc_engine_t *e, pc_task_fn fn, void *arg);
+/* Any application thread, holding no lock a callback takes: return once
+ * pred(arg) is true, progressing the engine meanwhile (see above). */
 void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg);
 /* Wake waiters after making a predicate true. */
 void pc_engine_notify(pc_engine_t *e);
-/* 1 when called on e's progress thread. */
-int pc_engine_on_thread(const pc_engine_t *e);
 
-/* Progress thread: run s with tags tag_base | step. on_done is s's own. */
+/* Holder: run s with tags tag_base | step. on_done is s's own. */
 int pc_engine_run(pc_engine_t *e, pc_sched_t *s, int tag_base);
 
-/* Progress thread: a message with a completion callback.  A `listener`
+/* Holder: a message with a completion callback.  A `listener`
  * receive is one that may wait indefinitely (activation, arrivals): while only
- * listeners are outstanding the thread is idle and may sleep.  Such sends
+ * listeners are outstanding the engine is idle and may sleep.  Such sends
  * ring the destination's doorbell (doorbell.h) when posted and when done. */
 int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int tag, pc_msg_fn fn, void *arg);
 int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,

@@ -1,7 +1,8 @@
 /*
  * Partial allreduce objects (DESIGN section 4): the state shared by
  *   partial.c  the public calls (application thread),
- *   round.c    activations and rounds (progress thread),
+ *   round.c    activations and rounds (the engine's token holder: the
+ *              progress thread, or an application thread blocked in pcoll),
  *   leader.c   arrivals at the leader: quorum, synchronous rounds, flush, free.
  *
  * Buffers hold count elements plus a two-element trailer in the same type:
@@ -13,9 +14,9 @@
  * zeros are written only when a round takes from a rank with nothing pending.
  *
  * Locking: `lock` guards the fields marked (L).  The application never holds it
- * while copying data, so the progress thread never waits on the application
- * for longer than a few pointer swaps.  Fields marked (P) belong to the
- * progress thread alone.
+ * while copying data, so the token holder never waits on the application for
+ * longer than a few pointer swaps.  Fields marked (P) belong to the token
+ * holder ("progress thread" below) alone.
  */
 #ifndef PC_PARTIAL_INTERNAL_H
 #define PC_PARTIAL_INTERNAL_H

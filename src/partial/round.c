@@ -1,5 +1,6 @@
 /*
- * Rounds of a partial allreduce, on the progress thread.
+ * Rounds of a partial allreduce, on the engine's token holder (the progress
+ * thread, or an application thread blocked in pcoll: progress.h).
  *
  *   activation (any rank, any time)          data phase, strictly in order
  *   --------------------------------         -----------------------------
