@@ -64,4 +64,16 @@ static inline void tu_timeout(unsigned seconds)
     alarm(seconds);
 }
 
+/* MPI with MPI_THREAD_MULTIPLE (pcoll_init checks what was provided), the
+ * rank for failure messages, and a timeout. */
+static inline void tu_mpi_start(int *argc, char ***argv, unsigned timeout_s, int *rank, int *size)
+{
+    int provided;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &tu_rank_);
+    if (rank) *rank = tu_rank_;
+    if (size) MPI_Comm_size(MPI_COMM_WORLD, size);
+    tu_timeout(timeout_s);
+}
+
 #endif

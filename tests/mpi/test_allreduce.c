@@ -213,12 +213,7 @@ static void in_flight(pcoll_t *ctx)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    tu_rank_ = rank;
-    tu_timeout(600);
+    tu_mpi_start(&argc, &argv, 600, &rank, &size);
     quick = getenv("PCOLL_TEST_QUICK") != NULL;
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));

@@ -19,12 +19,8 @@
 
 int main(int argc, char **argv)
 {
-    int provided, rank, size;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    tu_rank_ = rank;
-    tu_timeout(120);
+    int rank, size;
+    tu_mpi_start(&argc, &argv, 120, &rank, &size);
     pcoll_set_log_level(PCOLL_LOG_NONE); /* the errors below are expected */
 
     pcoll_t *ctx = NULL;

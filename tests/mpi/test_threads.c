@@ -91,12 +91,7 @@ static void *partial_thread(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    tu_rank_ = rank;
-    tu_timeout(300);
+    tu_mpi_start(&argc, &argv, 300, &rank, &size);
     CHECK(size <= 64);
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     for (int i = 0; i < size; i++) {

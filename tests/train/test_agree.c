@@ -64,10 +64,7 @@ static void run_one(pcoll_t *ctx, train_task_t task, const char *algo, const cha
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &tu_rank_);
-    tu_timeout(240);
+    tu_mpi_start(&argc, &argv, 240, NULL, NULL);
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
 

@@ -13,17 +13,24 @@ static void scale_into(const float *sum, float *update, size_t n, float s)
     for (size_t i = 0; i < n; i++) update[i] = sum[i] * s;
 }
 
-static int mpi_step(exchange_t *ex, const float *grad, float *update, exchange_info_t *info)
+/* After a synchronous sum of every rank's gradient: the mean, and a round
+ * with every rank fresh. */
+static void synchronous_done(exchange_t *ex, float *update, exchange_info_t *info)
 {
-    if (ex->cfg.count > (size_t)INT32_MAX) return tr_fail("MPI_Allreduce: %zu values exceed an int count", ex->cfg.count);
-    int rc = MPI_Allreduce(grad, update, (int)ex->cfg.count, MPI_FLOAT, MPI_SUM, ex->cfg.comm);
-    if (rc != MPI_SUCCESS) return tr_fail("MPI_Allreduce failed (error %d)", rc);
     scale_into(update, update, ex->cfg.count, ex->scale);
     memset(info, 0, sizeof *info);
     info->rounds = 1;
     info->own_included = 1;
     info->active = ex->nranks;
     info->contributions = (uint64_t)ex->nranks;
+}
+
+static int mpi_step(exchange_t *ex, const float *grad, float *update, exchange_info_t *info)
+{
+    if (ex->cfg.count > (size_t)INT32_MAX) return tr_fail("MPI_Allreduce: %zu values exceed an int count", ex->cfg.count);
+    int rc = MPI_Allreduce(grad, update, (int)ex->cfg.count, MPI_FLOAT, MPI_SUM, ex->cfg.comm);
+    if (rc != MPI_SUCCESS) return tr_fail("MPI_Allreduce failed (error %d)", rc);
+    synchronous_done(ex, update, info);
     return 0;
 }
 
@@ -31,12 +38,7 @@ static int sync_step(exchange_t *ex, const float *grad, float *update, exchange_
 {
     int rc = pcoll_allreduce(ex->cfg.ctx, grad, update, ex->cfg.count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
     if (rc != PCOLL_SUCCESS) return tr_fail("pcoll_allreduce: %s", pcoll_last_error());
-    scale_into(update, update, ex->cfg.count, ex->scale);
-    memset(info, 0, sizeof *info);
-    info->rounds = 1;
-    info->own_included = 1;
-    info->active = ex->nranks;
-    info->contributions = (uint64_t)ex->nranks;
+    synchronous_done(ex, update, info);
     return 0;
 }
 
