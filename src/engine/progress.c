@@ -273,16 +273,21 @@ static int run_tasks(pc_engine_t *e)
     return n;
 }
 
+/* Requests that no ring announces: operations in flight (MPI may need
+ * polling to move them), listeners for peers on other nodes (they cannot
+ * ring), or a control message on its way that no listener matched yet. */
+static int must_poll(pc_engine_t *e)
+{
+    return e->nactive > 0 ||
+           (e->nreqs > 0 && !(pc_doorbells_all_local(e->bells) && pc_doorbell_ctrl_sent(e->bells) == e->ctrl_received));
+}
+
 /* How long the thread may sleep when it found nothing to do. */
 static long sleep_timeout_us(pc_engine_t *e, int *pause_us)
 {
     if (e->nreqs == 0) return -1; /* nothing can arrive: until posted to */
-    if (e->nactive == 0 && pc_doorbells_all_local(e->bells) &&
-        pc_doorbell_ctrl_sent(e->bells) == e->ctrl_received)
-        return 20000; /* only listeners, every sender rings, nothing on its way: a safety net */
-    /* operations in flight (MPI may need polling to move them), or peers on
-     * other nodes that cannot ring: growing pauses */
-    long t = *pause_us;
+    if (!must_poll(e)) return 20000; /* only listeners, every sender rings: a safety net */
+    long t = *pause_us; /* growing pauses */
     int cap = atomic_load(&e->max_sleep_us);
     *pause_us = *pause_us * 2 > cap ? cap : *pause_us * 2;
     return t;
@@ -349,15 +354,17 @@ static void thread_gives_token(pc_engine_t *e) { atomic_store(&e->token, TOKEN_F
 
 /* An application thread hands the token back.  Rings from here on go to
  * the progress thread; it is woken if it has something to do that it would
- * not be rung for: a ring that came after our last look, operations in
- * flight, queued tasks, or receives while it sleeps without a timeout. */
+ * not be rung for: requests to poll, queued tasks, receives while it sleeps
+ * without a timeout, or a ring that came after our last look.  That last
+ * test reads seq after the token is free: a ring before it is seen here, a
+ * ring after it finds the thread as holder and a free token to take. */
 static void app_gives_token(pc_engine_t *e)
 {
-    pc_doorbell_set_holder(e->bells, PC_SLEEPER_THREAD); /* then read seq: see ring() */
-    int wake = pc_doorbell_seq(e->bells) != e->looked_seq || e->nactive > 0 || atomic_load(&e->qlen) > 0 ||
-               (e->thread_sleeps_forever && e->nreqs > 0);
+    pc_doorbell_set_holder(e->bells, PC_SLEEPER_THREAD);
+    uint32_t looked = e->looked_seq; /* the holder's fields: read while we hold it */
+    int wake = must_poll(e) || atomic_load(&e->qlen) > 0 || (e->thread_sleeps_forever && e->nreqs > 0);
     atomic_store(&e->token, TOKEN_FREE);
-    if (wake) pc_doorbell_wake_thread(e->bells);
+    if (wake || pc_doorbell_seq(e->bells) != looked) pc_doorbell_wake_thread(e->bells);
     if (atomic_load(&e->nwaiters)) pc_engine_notify(e); /* another waiter may take over */
 }
 
@@ -566,6 +573,8 @@ void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg)
             app_gives_token(e);
             return;
         }
+        /* tasks queued quietly for this wait: the holder runs them */
+        if (atomic_load(&e->qlen)) pc_doorbell_ring_self(e->bells);
         wait_notified(e, pred, arg);
     }
     /* tasks queued by pc_engine_post_quiet for this wait: someone runs them */

@@ -236,7 +236,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     /* the data phase: an allreduce in place over every rank, trailer included */
     size_t bytes = (count + 2) * es;
     pc_allreduce_spec_t spec = {p->P, ctx->groups.world->ranks, p->me, count + 2, dtype, PCOLL_SUM, 1};
-    /* not direct: ranks join a round one by one as the activation reaches
+    /* never direct unless forced: ranks join a round one by one as the activation reaches
      * them, and direct's n - 1 messages per rank then slow the activation
      * down (measured: a round at P = 16 takes about 25% longer) */
     pcoll_allreduce_algo_t algo = pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), 0,
