@@ -11,16 +11,8 @@
 
 #include "algo/activation.h"
 #include "rng.h"
+#include "unit_check.h"
 
-static long checks;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                         \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 typedef struct msg {
     int dst, link;

@@ -12,16 +12,8 @@
 #include "algo/allreduce.h"
 #include "engine/sched.h"
 #include "rng.h"
+#include "unit_check.h"
 
-static long checks;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                         \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* ---- a scripted issuer: records posts, the test completes them ---- */
 

@@ -96,8 +96,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         }
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
-    if (min_bytes < 4) min_bytes = 4;
-    if (max_bytes < min_bytes) tool_usage_error(prog, "--max-bytes is smaller than --min-bytes");
+    tool_byte_range(prog, &min_bytes, max_bytes);
     if (max_bytes / 4 > (size_t)INT32_MAX) tool_usage_error(prog, "--max-bytes: MPI counts are limited to 2^31-1");
 
     pcoll_t *ctx = tool_pcoll_init();

@@ -153,8 +153,7 @@ int bench_skew(int argc, char **argv, int rank, int size)
         }
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
-    if (min_bytes < 4) min_bytes = 4;
-    if (max_bytes < min_bytes) tool_usage_error(prog, "--max-bytes is smaller than --min-bytes");
+    tool_byte_range(prog, &min_bytes, max_bytes);
     for (int k = 0; k < nmodes; k++)
         if (!modes[k].is_mpi && modes[k].cfg.kind == PCOLL_PARTIAL_QUORUM && modes[k].cfg.quorum > size)
             tool_usage_error(prog, "--modes: %s needs at least %d ranks", modes[k].name, modes[k].cfg.quorum);

@@ -110,6 +110,12 @@ void tool_usage_error(const char *prog, const char *fmt, ...)
     exit(2);
 }
 
+void tool_byte_range(const char *prog, size_t *min_bytes, size_t max_bytes)
+{
+    if (*min_bytes < 4) *min_bytes = 4;
+    if (max_bytes < *min_bytes) tool_usage_error(prog, "--max-bytes is smaller than --min-bytes");
+}
+
 size_t tool_flag_bytes(const char *prog, const char *flag, const char *value)
 {
     size_t v;

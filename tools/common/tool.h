@@ -34,6 +34,8 @@ pcoll_t *tool_pcoll_init(void);
 size_t tool_flag_bytes(const char *prog, const char *flag, const char *value);
 long tool_flag_long(const char *prog, const char *flag, const char *value, long min, long max);
 double tool_flag_double(const char *prog, const char *flag, const char *value, double min, double max);
+/* --min-bytes / --max-bytes: at least one 4-byte element, max >= min. */
+void tool_byte_range(const char *prog, size_t *min_bytes, size_t max_bytes);
 void tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
 /* Wall-clock microseconds (MPI_Wtime). */
