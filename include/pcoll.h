@@ -314,6 +314,10 @@ PCOLL_API int pcoll_partial_set_observer(pcoll_partial_t *p, pcoll_round_observe
  * per block of P rounds, so every rank initiates equally often. */
 PCOLL_API int pcoll_partial_initiator(const pcoll_partial_t *p, uint64_t round);
 
+/* How the object's rounds move data: "shared-memory" (every rank on one node
+ * and at most PCOLL_PARTIAL_SHM_BYTES of data) or "messages"; NULL for NULL. */
+PCOLL_API const char *pcoll_partial_data_phase(const pcoll_partial_t *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@ void pc_config_defaults(pc_config_t *cfg, int oversubscribed)
     cfg->algo = PCOLL_ALGO_AUTO;
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
+    cfg->partial_shm_bytes = (size_t)4 << 20;
     /* with more threads than CPUs a spinning thread takes the CPU from the
      * very rank it waits for: block at once instead */
     cfg->policy.idle_spin_us = oversubscribed ? 0 : 50;
@@ -63,6 +64,8 @@ int pc_config_from_env(pc_config_t *cfg)
         return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_ALLREDUCE_ALGO=\"%s\" is not auto|recdbl|rabenseifner|ring|direct", v);
     if ((v = getenv("PCOLL_ALLREDUCE_SMALL_BYTES")) != NULL && pc_parse_bytes(v, &cfg->small_bytes) != 0)
         return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_ALLREDUCE_SMALL_BYTES=\"%s\" is not a byte size (e.g. 8192, 64K)", v);
+    if ((v = getenv("PCOLL_PARTIAL_SHM_BYTES")) != NULL && pc_parse_bytes(v, &cfg->partial_shm_bytes) != 0)
+        return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_PARTIAL_SHM_BYTES=\"%s\" is not a byte size (e.g. 0, 256K)", v);
     if ((v = getenv("PCOLL_ALLREDUCE_DIRECT_BYTES")) != NULL && pc_parse_bytes(v, &cfg->direct_bytes) != 0)
         return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_ALLREDUCE_DIRECT_BYTES=\"%s\" is not a byte size (e.g. 4096, 4K)", v);
     if ((rc = env_int("PCOLL_SPIN_US", 0, 10000000, &cfg->policy.idle_spin_us)) != PCOLL_SUCCESS) return rc;

@@ -11,6 +11,7 @@ typedef struct pc_config {
     pcoll_allreduce_algo_t algo; /* PCOLL_ALLREDUCE_ALGO                        */
     size_t direct_bytes;         /* PCOLL_ALLREDUCE_DIRECT_BYTES                */
     size_t small_bytes;          /* PCOLL_ALLREDUCE_SMALL_BYTES                 */
+    size_t partial_shm_bytes;    /* PCOLL_PARTIAL_SHM_BYTES                     */
     pcoll_progress_policy_t policy; /* PCOLL_SPIN_US, PCOLL_WAIT_SPIN_US,
                                        PCOLL_ACTIVE_SPIN_US, PCOLL_POLL_MAX_US */
 } pc_config_t;

@@ -98,6 +98,7 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     atomic_init(&ctx->algo, (int)cfg.algo);
     atomic_init(&ctx->direct_bytes, cfg.direct_bytes);
     atomic_init(&ctx->small_bytes, cfg.small_bytes);
+    ctx->partial_shm_bytes = cfg.partial_shm_bytes;
     atomic_init(&ctx->inflight, 0);
 
     int mrc = MPI_Comm_dup(comm, &ctx->comm);

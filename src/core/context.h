@@ -21,6 +21,7 @@ struct pcoll_ctx {
     int oversubscribed; /* this node runs more threads than it has CPUs */
     atomic_int algo;
     _Atomic size_t direct_bytes, small_bytes;
+    size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
     pc_tags_t tags;
     pc_engine_t *engine;
 

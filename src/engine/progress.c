@@ -85,6 +85,7 @@ struct pc_engine {
     int *done_rc;
     pc_issuer_t issuer;
     int thread_error;
+    pc_poller_t *pollers;
 
     atomic_ullong n_loops, n_sleeps, n_tasks, n_requests;
 };
@@ -325,6 +326,10 @@ static int look(pc_engine_t *e, driver_t *d)
     int did = 0;
     if (atomic_load(&e->qlen)) did += run_tasks(e);
     if (e->nreqs) did += test_requests(e);
+    for (pc_poller_t *q = e->pollers, *next; q; q = next) {
+        next = q->next; /* the poller may remove itself */
+        did += q->fn(e, q->arg);
+    }
     if (did) {
         d->last_work = now_us();
         d->pause_us = 1;
@@ -591,6 +596,23 @@ void pc_engine_notify(pc_engine_t *e)
         pthread_mutex_unlock(&e->wlock);
     }
 }
+
+void pc_engine_add_poller(pc_engine_t *e, pc_poller_t *poller)
+{
+    poller->next = e->pollers;
+    e->pollers = poller;
+}
+
+void pc_engine_remove_poller(pc_engine_t *e, pc_poller_t *poller)
+{
+    for (pc_poller_t **q = &e->pollers; *q; q = &(*q)->next)
+        if (*q == poller) {
+            *q = poller->next;
+            return;
+        }
+}
+
+void pc_engine_nudge(pc_engine_t *e, int peer) { pc_doorbell_nudge(e->bells, peer); }
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }
 MPI_Comm pc_engine_comm(const pc_engine_t *e) { return e->comm; }

@@ -74,6 +74,24 @@ int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int
 int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,
                     void *arg);
 
+/* Holder: a poller is called at every look for work, for progress that no
+ * MPI request announces (node-shared memory, partial/shm_phase.c); it
+ * returns how many things it did.  Pollers do not keep the engine from
+ * sleeping: whoever makes a poller's condition true and needs it seen soon
+ * nudges the rank (pc_engine_nudge).  Add and remove on the holder. */
+typedef int (*pc_poll_fn)(pc_engine_t *e, void *arg);
+typedef struct pc_poller {
+    pc_poll_fn fn;
+    void *arg;
+    struct pc_poller *next; /* the engine's */
+} pc_poller_t;
+/* The poller's memory is the caller's until it is removed. */
+void pc_engine_add_poller(pc_engine_t *e, pc_poller_t *poller);
+void pc_engine_remove_poller(pc_engine_t *e, pc_poller_t *poller);
+/* Any thread: wake whoever progresses rank `peer` of this node (no-op for
+ * ranks on other nodes). */
+void pc_engine_nudge(pc_engine_t *e, int peer);
+
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e);
 MPI_Comm pc_engine_comm(const pc_engine_t *e);
 

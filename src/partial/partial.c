@@ -121,6 +121,12 @@ int pcoll_partial_initiator(const pcoll_partial_t *p, uint64_t round)
     return pc_partial_initiator_of(p, round);
 }
 
+const char *pcoll_partial_data_phase(const pcoll_partial_t *p)
+{
+    if (!p) return NULL;
+    return p->shm ? "shared-memory" : "messages";
+}
+
 /* ---- configuration ---- */
 
 void pcoll_partial_config_default(pcoll_partial_config_t *cfg)
@@ -161,6 +167,7 @@ int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg)
 static void destroy(pcoll_partial_t *p)
 {
     if (p->sched) pc_sched_free(p->sched);
+    pc_shm_phase_destroy(p->shm); /* collective, like create */
     pc_leader_destroy(p);
     free(p->act_in);
     free(p->slot[0].counted);
@@ -228,12 +235,18 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     p->slot[1].counted = calloc(p->bitmap_bytes, 1);
     p->pending = malloc(p->bytes);
     p->delivered = malloc(p->bytes);
-    if (!p->act_in || !p->slot[0].counted || !p->slot[1].counted || !p->pending || !p->delivered ||
-        (p->me == PC_LEADER && pc_leader_alloc(p) != PCOLL_SUCCESS)) {
+    int have_buffers = p->act_in && p->slot[0].counted && p->slot[1].counted && p->pending && p->delivered &&
+                       (p->me != PC_LEADER || pc_leader_alloc(p) == PCOLL_SUCCESS);
+    /* the data phase: on one node and up to PCOLL_PARTIAL_SHM_BYTES, node-shared
+     * memory (collective: every rank takes part and all decide alike, even
+     * one that is out of memory here) ... */
+    rc = pc_shm_phase_create(ctx->comm, have_buffers && count * es <= ctx->partial_shm_bytes, count + 2, dtype,
+                             &p->shm);
+    if (!have_buffers || rc != PCOLL_SUCCESS) {
         destroy(p);
         return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the buffers of %zu elements", count);
     }
-    /* the data phase: an allreduce in place over every rank, trailer included */
+    /* ... else an allreduce in place over every rank, trailer included */
     size_t bytes = (count + 2) * es;
     pc_allreduce_spec_t spec = {p->P, ctx->groups.world->ranks, p->me, count + 2, dtype, PCOLL_SUM, 1};
     /* never direct unless forced: ranks join a round one by one as the activation reaches
@@ -241,7 +254,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
      * down (measured: a round at P = 16 takes about 25% longer) */
     pcoll_allreduce_algo_t algo = pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), 0,
                                                       atomic_load(&ctx->small_bytes), bytes, p->P);
-    if ((rc = pc_allreduce_build(&spec, algo, &p->sched)) != PCOLL_SUCCESS) {
+    if (!p->shm && (rc = pc_allreduce_build(&spec, algo, &p->sched)) != PCOLL_SUCCESS) {
         p->sched = NULL;
         destroy(p);
         return PC_ERR(rc, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(algo));
@@ -353,6 +366,7 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, int 
         memset(&p->dmeta, 0, sizeof p->dmeta);
     }
     p->waiting_from = UINT64_MAX;
+    p->waiting_until = 0;
     pthread_mutex_unlock(&p->lock);
     if (!fresh) { /* no memory for a swap: copy under the lock instead */
         pthread_mutex_lock(&p->lock);
@@ -416,6 +430,8 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
         /* step 2: results are waiting; the contribution goes to a later round */
     } else if (next > completed) {
         w.rounds = next; /* step 3: the running round took pending before step 1 */
+        p->waiting_until = next;
+        if (p->shm) kick = 1; /* the holder sets its want (shm_phase.h) */
     } else {
         /* steps 3a/4: the next round will take this contribution */
         own = 1;
@@ -424,7 +440,7 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
         arrive = next >= p->activated_upto;
     }
     pthread_mutex_unlock(&p->lock);
-    if (kick && (rc = pc_engine_post(p->engine, pc_round_kick, p)) != PCOLL_SUCCESS) goto fail;
+    if (kick && (rc = pc_engine_post_quiet(p->engine, pc_round_kick, p)) != PCOLL_SUCCESS) goto fail;
     if (arrive && (rc = post_arrival(p, 0, next)) != PCOLL_SUCCESS) goto fail;
     wait_parked(p, reached, &w);
     pthread_mutex_lock(&p->lock);
@@ -433,6 +449,7 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
 fail:
     pthread_mutex_lock(&p->lock);
     p->waiting_from = UINT64_MAX;
+    p->waiting_until = 0;
     p->app_busy = 0;
     pthread_mutex_unlock(&p->lock);
     return PC_ERR(rc, "cannot queue the request for the progress engine");

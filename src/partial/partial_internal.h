@@ -28,6 +28,7 @@
 #include "../core/context.h"
 #include "../engine/sched.h"
 #include "pcoll.h"
+#include "shm_phase.h"
 
 #define PC_LEADER 0 /* rank that coordinates quorum, synchronous rounds, flush and free */
 
@@ -107,6 +108,7 @@ struct pcoll_partial {
     int start_deferred;         /* (L) a round waits for `adding` to clear   */
     uint64_t waiting_from;      /* (L) the application waits in the library
                                        for rounds >= this (UINT64_MAX: not)  */
+    uint64_t waiting_until;     /* (L) ... and for rounds < this (step 3)     */
     int app_busy;               /* (L) a call is in progress (one thread)    */
     void *delivered;            /* (L) results not yet collected             */
     pc_delivery_t dmeta;        /* (L) what `delivered` holds                */
@@ -123,7 +125,10 @@ struct pcoll_partial {
 
     /* ---- progress thread ---- */
     pc_act_slot_t slot[2];   /* (P) */
-    pc_sched_t *sched;       /* (P) the data phase: an allreduce in place     */
+    pc_sched_t *sched;       /* (P) the data phase: an allreduce in place,    */
+    pc_shm_phase_t *shm;     /*     or node-shared memory (shm_phase.h)       */
+    int shm_want;            /* (P) the running round's want is set           */
+    pc_poller_t poller;      /* (P) polls the node-shared round               */
     void *round_buf;         /* (P) the running round's buffer                */
     uint64_t running_round;  /* (P) */
     int running;             /* (P) */
@@ -147,6 +152,7 @@ void pc_round_try_start(pcoll_partial_t *p);
 int pc_round_is_sync(const pcoll_partial_t *p, uint64_t round);
 int pc_round_send_ctrl(pcoll_partial_t *p, int peer, int tag, const pc_ctrl_msg_t *m);
 void pc_round_kick(pc_engine_t *e, void *arg); /* task: retry a deferred start */
+int pc_round_poll(pc_engine_t *e, void *arg);  /* poller: a node-shared round done? */
 
 /* ---- leader.c (progress thread, but alloc and destroy) ---- */
 int pc_leader_alloc(pcoll_partial_t *p);   /* at create, on the leader rank */

@@ -9,7 +9,9 @@
  *     forward on unused links above h        the application is not writing
  *     (algo/activation.c)                    its contribution:
  *                                              take pending, write trailer,
- *                                              allreduce in place (sched)
+ *                                              allreduce in place (sched), or
+ *                                              on one node deposit it in
+ *                                              shared memory (shm_phase.h)
  *                                            done: add the result to delivered,
  *                                              wake the application, start r+1
  *
@@ -162,11 +164,15 @@ static void post_activation_listener(pcoll_partial_t *p)
 /* task: the object is created; listen (links exist only when P > 1) */
 static void open_task(pc_engine_t *e, void *arg)
 {
-    (void)e;
     pcoll_partial_t *p = arg;
     p->fins_pending = all_links(p);
     if (p->P > 1) post_activation_listener(p);
     if (p->leader) pc_leader_listen(p);
+    if (p->shm) {
+        p->poller.fn = pc_round_poll;
+        p->poller.arg = p;
+        pc_engine_add_poller(e, &p->poller);
+    }
 }
 
 int pc_round_open(pcoll_partial_t *p) { return pc_engine_post(p->engine, open_task, p); }
@@ -206,9 +212,38 @@ void pc_round_kick(pc_engine_t *e, void *arg)
     pc_round_try_start(arg);
 }
 
+/* A node-shared round running here: done?  Sets this rank's want once its
+ * application waits for the round, so that the last depositor nudges it. */
+static int shm_poll(pcoll_partial_t *p)
+{
+    if (!p->running) return 0;
+    int want = p->shm_want;
+    if (!want) {
+        pthread_mutex_lock(&p->lock);
+        want = p->running_round >= p->waiting_from || p->running_round < p->waiting_until;
+        pthread_mutex_unlock(&p->lock);
+    }
+    if (pc_shm_phase_poll(p->shm, p->running_round, p->round_buf, want)) {
+        round_done(NULL, PCOLL_SUCCESS, p);
+        return 1;
+    }
+    p->shm_want = want;
+    return 0;
+}
+
+int pc_round_poll(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    return shm_poll(arg);
+}
+
 void pc_round_try_start(pcoll_partial_t *p)
 {
-    if (p->running || p->finishing) return;
+    if (p->finishing) return;
+    if (p->running) { /* a lazily completed node-shared round first */
+        if (p->shm) shm_poll(p); /* round_done starts the next one */
+        return;
+    }
     pthread_mutex_lock(&p->lock);
     uint64_t r = p->rounds_started;
     pc_act_slot_t *slot = &p->slot[r % 2];
@@ -258,6 +293,14 @@ void pc_round_try_start(pcoll_partial_t *p)
     p->running_root = slot->root;
     p->running_parked = parked;
     p->round_buf = buf;
+    if (p->shm) {
+        p->shm_want = 0;
+        if (pc_shm_phase_start(p->shm, p->engine, r, buf))
+            round_done(NULL, PCOLL_SUCCESS, p);
+        else
+            shm_poll(p);
+        return;
+    }
     pc_sched_bind(p->sched, PC_SLOT_OUT, buf);
     pc_sched_on_done(p->sched, round_done, p);
     int rc = pc_engine_run(p->engine, p->sched, pc_tag_base(pc_engine_tags(p->engine), p->channel, r));
@@ -325,6 +368,7 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     }
     /* the last round: say so on every link, then wait for the neighbours' FINs */
     p->finishing = 1;
+    if (p->shm) pc_engine_remove_poller(p->engine, &p->poller);
     pc_ctrl_msg_t fin = {PC_MSG_FIN, 0, r, p->me, 0};
     for (int k = 0; k < pc_act_ndims(p->P); k++) pc_round_send_ctrl(p, pc_act_peer(p->P, p->me, k), p->tag_activation, &fin);
     if (p->fins_pending == 0) { /* no links (P = 1), or every FIN came first */

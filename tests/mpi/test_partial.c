@@ -109,6 +109,11 @@ static void obj_init(obj_t *o, pcoll_t *ctx, const char *name, const char *kind,
     o->latest = calloc(count, sizeof(double));
     CHECK_RC(pcoll_partial_create(ctx, count, dtype, &o->cfg, &o->p));
     CHECK_RC(pcoll_partial_set_observer(o->p, observe, o));
+    /* the ctest entry says which data phase it is meant to run */
+    const char *want = getenv("PCOLL_TEST_DATA_PHASE");
+    if (want && size > 1)
+        CHECK_MSG(strcmp(pcoll_partial_data_phase(o->p), want) == 0, "%s: data phase %s, expected %s", name,
+                  pcoll_partial_data_phase(o->p), want);
 }
 
 /* checks one call's info and adds what it delivered */
