@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../core/log.h"
+#include "nodemem.h"
 #include "pcoll.h"
 
 /* one cache line per rank: ringing one rank does not disturb another */
@@ -28,13 +29,16 @@ typedef struct bell {
 
 struct pc_doorbells {
     bell_t *mine;
-    bell_t **peer; /* by rank in comm; NULL: not on this node */
     int size;
-    int shared;    /* the bells live in node-shared memory */
+    int shared;     /* the bells live in node-shared memory */
     int all_local;
-    MPI_Win win;
-    MPI_Comm node;
+    pc_nodemem_t mem; /* when shared: mem.seg[rank] is that rank's bell (NULL: not on this node) */
 };
+
+static bell_t *peer_bell(const pc_doorbells_t *d, int peer)
+{
+    return d->shared && peer >= 0 && peer < d->size ? d->mem.seg[peer] : NULL;
+}
 
 /* FUTEX_*_BITSET: a wake names the sleepers it is for (FUTEX_BITS) */
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *timeout, uint32_t bits)
@@ -42,70 +46,23 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, (uint32_t *)addr, op, val, timeout, NULL, bits);
 }
 
-/* Shared bells for the node's ranks; 0 on success. */
-static int share(pc_doorbells_t *d, MPI_Comm comm)
-{
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &d->node) != MPI_SUCCESS) return -1;
-    int local_size, local_rank, ok = 1;
-    MPI_Comm_size(d->node, &local_size);
-    MPI_Comm_rank(d->node, &local_rank);
-    void *base = NULL;
-    if (MPI_Win_allocate_shared((MPI_Aint)sizeof(bell_t), (int)sizeof(bell_t), MPI_INFO_NULL, d->node, &base,
-                                &d->win) != MPI_SUCCESS) {
-        MPI_Comm_free(&d->node);
-        return -1;
-    }
-    d->mine = base;
-    atomic_store(&d->mine->seq, 0);
-    atomic_store(&d->mine->sleeping, 0);
-    atomic_store(&d->mine->holder, PC_SLEEPER_THREAD);
-    atomic_store(&d->mine->ctrl, 0);
-    MPI_Group g_comm, g_node;
-    MPI_Comm_group(comm, &g_comm);
-    MPI_Comm_group(d->node, &g_node);
-    for (int lr = 0; lr < local_size && ok; lr++) {
-        MPI_Aint bytes;
-        int disp;
-        void *ptr = NULL;
-        int cr = MPI_UNDEFINED;
-        if (MPI_Win_shared_query(d->win, lr, &bytes, &disp, &ptr) != MPI_SUCCESS || !ptr) ok = 0;
-        MPI_Group_translate_ranks(g_node, 1, &lr, g_comm, &cr);
-        if (ok && cr != MPI_UNDEFINED) d->peer[cr] = ptr;
-    }
-    MPI_Group_free(&g_comm);
-    MPI_Group_free(&g_node);
-    /* agree: if any rank failed, nobody uses shared bells */
-    int all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, d->node);
-    MPI_Barrier(d->node); /* every bell initialized before anyone rings */
-    if (!all_ok) {
-        MPI_Win_free(&d->win);
-        MPI_Comm_free(&d->node);
-        memset(d->peer, 0, sizeof(bell_t *) * (size_t)d->size);
-        return -1;
-    }
-    d->shared = 1;
-    d->all_local = local_size == d->size;
-    return 0;
-}
-
 int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out)
 {
     pc_doorbells_t *d = calloc(1, sizeof *d);
     if (!d) return PCOLL_ERR_NOMEM;
+    int me;
     MPI_Comm_size(comm, &d->size);
-    d->peer = calloc((size_t)d->size, sizeof(bell_t *));
-    if (!d->peer) {
-        free(d);
-        return PCOLL_ERR_NOMEM;
-    }
-    d->node = MPI_COMM_NULL;
-    d->win = MPI_WIN_NULL;
-    if (share(d, comm) != 0) {
+    MPI_Comm_rank(comm, &me);
+    /* a zeroed bell: seq 0, nobody sleeping, the thread answers, no control messages */
+    _Static_assert(PC_SLEEPER_THREAD == 0, "a zeroed bell must name the progress thread");
+    if (pc_nodemem_create(comm, sizeof(bell_t), 1, &d->mem) == 0) {
+        d->shared = 1;
+        d->all_local = d->mem.local_size == d->size;
+        d->mine = peer_bell(d, me);
+    } else {
         pc_log(PCOLL_LOG_INFO, "no node-shared memory for doorbells: idle waits poll with pauses");
         d->mine = calloc(1, sizeof(bell_t));
         if (!d->mine) {
-            free(d->peer);
             free(d);
             return PCOLL_ERR_NOMEM;
         }
@@ -117,13 +74,10 @@ int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out)
 void pc_doorbells_destroy(pc_doorbells_t *d)
 {
     if (!d) return;
-    if (d->shared) {
-        MPI_Win_free(&d->win);
-        MPI_Comm_free(&d->node);
-    } else {
+    if (d->shared)
+        pc_nodemem_destroy(&d->mem);
+    else
         free(d->mine);
-    }
-    free(d->peer);
     free(d);
 }
 
@@ -177,22 +131,24 @@ void pc_doorbell_wake_thread(pc_doorbells_t *d)
 
 void pc_doorbell_ring(pc_doorbells_t *d, int peer)
 {
-    if (peer < 0 || peer >= d->size || !d->peer[peer]) return;
-    atomic_fetch_add(&d->peer[peer]->ctrl, 1);
-    ring(d->peer[peer], 1, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE);
+    bell_t *b = peer_bell(d, peer);
+    if (!b) return;
+    atomic_fetch_add(&b->ctrl, 1);
+    ring(b, 1, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE);
 }
 
 void pc_doorbell_nudge(pc_doorbells_t *d, int peer)
 {
-    if (peer >= 0 && peer < d->size && d->peer[peer]) ring(d->peer[peer], 1, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE);
+    bell_t *b = peer_bell(d, peer);
+    if (b) ring(b, 1, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE);
 }
 
 uint32_t pc_doorbell_ctrl_sent(const pc_doorbells_t *d) { return atomic_load(&d->mine->ctrl); }
 
 void pc_doorbell_ring_data(pc_doorbells_t *d, int peer)
 {
-    if (peer < 0 || peer >= d->size || !d->peer[peer]) return;
-    bell_t *b = d->peer[peer];
+    bell_t *b = peer_bell(d, peer);
+    if (!b) return;
     pc_sleeper_t who = (pc_sleeper_t)atomic_load(&b->holder);
     /* nobody of an idle rank is woken for data it is not waiting for */
     if (atomic_load(&b->sleeping) & MODE_BITS(who, PC_SLEEP_ACTIVE)) ring(b, 1, PC_SLEEP_ACTIVE);

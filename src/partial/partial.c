@@ -246,18 +246,18 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         destroy(p);
         return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the buffers of %zu elements", count);
     }
-    /* ... else an allreduce in place over every rank, trailer included */
-    size_t bytes = (count + 2) * es;
-    pc_allreduce_spec_t spec = {p->P, ctx->groups.world->ranks, p->me, count + 2, dtype, PCOLL_SUM, 1};
-    /* never direct unless forced: ranks join a round one by one as the activation reaches
-     * them, and direct's n - 1 messages per rank then slow the activation
-     * down (measured: a round at P = 16 takes about 25% longer) */
-    pcoll_allreduce_algo_t algo = pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), 0,
-                                                      atomic_load(&ctx->small_bytes), bytes, p->P);
-    if (!p->shm && (rc = pc_allreduce_build(&spec, algo, &p->sched)) != PCOLL_SUCCESS) {
-        p->sched = NULL;
-        destroy(p);
-        return PC_ERR(rc, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(algo));
+    if (!p->shm) { /* ... else an allreduce in place over every rank, trailer included */
+        pc_allreduce_spec_t spec = {p->P, ctx->groups.world->ranks, p->me, count + 2, dtype, PCOLL_SUM, 1};
+        /* never direct unless forced: ranks join a round one by one as the activation reaches
+         * them, and direct's n - 1 messages per rank then slow the activation
+         * down (measured: a round at P = 16 takes about 25% longer) */
+        pcoll_allreduce_algo_t algo = pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), 0,
+                                                          atomic_load(&ctx->small_bytes), p->bytes, p->P);
+        if ((rc = pc_allreduce_build(&spec, algo, &p->sched)) != PCOLL_SUCCESS) {
+            p->sched = NULL;
+            destroy(p);
+            return PC_ERR(rc, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(algo));
+        }
     }
     if ((rc = pc_ctx_alloc_channel(ctx, &p->channel)) != PCOLL_SUCCESS) {
         destroy(p);

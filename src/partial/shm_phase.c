@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine/nodemem.h"
 #include "../engine/reduce.h"
 
 #define LINE 64
@@ -24,95 +25,48 @@ typedef struct round_ctl {
 } round_ctl_t;
 
 struct pc_shm_phase {
-    MPI_Comm node;
-    MPI_Win win;
+    pc_nodemem_t mem; /* mem.seg[rank]: that rank's segment */
     int P, me;
     size_t count, bytes, stride;
     pcoll_dtype_t dtype;
-    unsigned char **seg; /* by rank */
     round_ctl_t *rc;
     unsigned char *result[2];
 };
 
-static rank_ctl_t *ctl_of(const pc_shm_phase_t *s, int rank) { return (rank_ctl_t *)s->seg[rank]; }
+static rank_ctl_t *ctl_of(const pc_shm_phase_t *s, int rank) { return s->mem.seg[rank]; }
 
 static unsigned char *deposit_of(const pc_shm_phase_t *s, int rank, int slot)
 {
-    return s->seg[rank] + sizeof(rank_ctl_t) + (size_t)slot * s->stride;
+    return (unsigned char *)s->mem.seg[rank] + sizeof(rank_ctl_t) + (size_t)slot * s->stride;
 }
 
 int pc_shm_phase_create(MPI_Comm comm, int use, size_t count, pcoll_dtype_t dtype, pc_shm_phase_t **out)
 {
     *out = NULL;
     pc_shm_phase_t *s = calloc(1, sizeof *s);
-    int P, me, ok = use && s != NULL;
+    int P, me;
     MPI_Comm_size(comm, &P);
     MPI_Comm_rank(comm, &me);
-    /* every rank must take the same path: agree on the communicator first */
-    MPI_Comm node = MPI_COMM_NULL;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
-        free(s);
-        return PCOLL_SUCCESS;
-    }
-    int nsize = 0, nrank = -1;
-    MPI_Comm_size(node, &nsize);
-    MPI_Comm_rank(node, &nrank);
-    ok = ok && P >= 2 && nsize == P && nrank == me; /* node ranks in comm's order */
-    if (ok) s->seg = calloc((size_t)P, sizeof *s->seg);
-    ok = ok && s->seg;
-    int all = 0;
+    size_t bytes = count * pcoll_dtype_size(dtype), stride = (bytes + LINE - 1) / LINE * LINE;
+    /* rank 0's segment also holds the rounds' state and results (zeroed: no round done) */
+    size_t mine = sizeof(rank_ctl_t) + 2 * stride + (me == 0 ? sizeof(round_ctl_t) + 2 * stride : 0);
+    pc_nodemem_t mem; /* collective: taken part in even without memory for s */
+    int made = pc_nodemem_create(comm, mine, use && s && P >= 2, &mem) == 0;
+    /* every rank takes the same path: all of comm on one node, everywhere */
+    int ok = made && mem.local_size == P, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
     if (!all) {
-        MPI_Comm_free(&node);
-        if (s) free(s->seg);
+        if (made) pc_nodemem_destroy(&mem);
         free(s);
         return PCOLL_SUCCESS;
     }
-    s->node = node;
+    s->mem = mem;
     s->P = P;
     s->me = me;
     s->count = count;
     s->dtype = dtype;
-    s->bytes = count * pcoll_dtype_size(dtype);
-    s->stride = (s->bytes + LINE - 1) / LINE * LINE;
-    size_t mine = sizeof(rank_ctl_t) + 2 * s->stride;
-    if (me == 0) mine += sizeof(round_ctl_t) + 2 * s->stride;
-    void *base = NULL;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "alloc_shared_noncontig", "true"); /* each segment near its owner */
-    int have_win = MPI_Win_allocate_shared((MPI_Aint)mine, 1, info, node, &base, &s->win) == MPI_SUCCESS;
-    ok = have_win;
-    MPI_Info_free(&info);
-    if (ok) {
-        for (int r = 0; r < P && ok; r++) {
-            MPI_Aint sz;
-            int disp;
-            void *ptr = NULL;
-            ok = MPI_Win_shared_query(s->win, r, &sz, &disp, &ptr) == MPI_SUCCESS && ptr;
-            s->seg[r] = ptr;
-        }
-    }
-    if (ok) {
-        rank_ctl_t *c = ctl_of(s, me);
-        atomic_init(&c->want[0], 0);
-        atomic_init(&c->want[1], 0);
-        if (me == 0) {
-            s->rc = (round_ctl_t *)deposit_of(s, 0, 2);
-            for (int k = 0; k < 2; k++) {
-                atomic_init(&s->rc->arrived[k], 0);
-                atomic_init(&s->rc->done[k], 0);
-            }
-        }
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, node);
-    if (!ok) { /* shared windows exist but do not work: fall back everywhere */
-        if (have_win) MPI_Win_free(&s->win);
-        MPI_Comm_free(&s->node);
-        free(s->seg);
-        free(s);
-        return PCOLL_SUCCESS;
-    }
+    s->bytes = bytes;
+    s->stride = stride;
     s->rc = (round_ctl_t *)deposit_of(s, 0, 2);
     s->result[0] = (unsigned char *)(s->rc + 1);
     s->result[1] = s->result[0] + s->stride;
@@ -123,9 +77,7 @@ int pc_shm_phase_create(MPI_Comm comm, int use, size_t count, pcoll_dtype_t dtyp
 void pc_shm_phase_destroy(pc_shm_phase_t *s)
 {
     if (!s) return;
-    MPI_Win_free(&s->win);
-    MPI_Comm_free(&s->node);
-    free(s->seg);
+    pc_nodemem_destroy(&s->mem);
     free(s);
 }
 
