@@ -213,6 +213,25 @@ typedef enum pcoll_contrib_mode {
                              result (models)                                  */
 } pcoll_contrib_mode_t;
 
+/* One completed round, as seen by an observer. */
+typedef struct pcoll_round {
+    uint64_t round;
+    int root;          /* the rank that started the round (SOLO: the first
+                          initiator this rank heard from; MAJORITY: always
+                          initiator(round); the leader for synchronous ones) */
+    int stand_in;      /* MAJORITY: as far as this rank saw, the leader
+                          started the round on behalf of an initiator that was
+                          blocked in another pcoll call or flushing */
+    int active;
+    uint64_t contributions;
+    int synchronous;
+    const void *result; /* count elements; valid only during the callback */
+    size_t count;
+    pcoll_dtype_t dtype;
+} pcoll_round_t;
+
+typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
+
 typedef struct pcoll_partial_config {
     pcoll_partial_kind_t kind;
     int quorum;                /* QUORUM: ranks needed, 1 <= quorum <= P      */
@@ -227,9 +246,13 @@ typedef struct pcoll_partial_config {
                                   other forever; info.parked tells.  A flush
                                   delivers whatever is outstanding.          */
     uint64_t seed;             /* MAJORITY initiator sequence                 */
+    pcoll_round_observer_t observer; /* called for every round from round 0
+                                  on (see pcoll_partial_set_observer); NULL:
+                                  none                                        */
+    void *observer_arg;
 } pcoll_partial_config_t;
 
-/* SOLO, ACCUMULATE, quorum 1, sync_every 0, seed 1. */
+/* SOLO, ACCUMULATE, quorum 1, sync_every 0, seed 1, no observer. */
 PCOLL_API void pcoll_partial_config_default(pcoll_partial_config_t *cfg);
 
 /* Parse "solo", "majority" or "quorum:Q" into cfg->kind / cfg->quorum. */
@@ -286,28 +309,13 @@ PCOLL_API int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_i
  * Undelivered results are discarded (flush first to keep them). */
 PCOLL_API int pcoll_partial_free(pcoll_partial_t **p);
 
-/* One completed round, as seen by an observer. */
-typedef struct pcoll_round {
-    uint64_t round;
-    int root;          /* the rank that started the round (SOLO: the first
-                          initiator this rank heard from; MAJORITY: always
-                          initiator(round); the leader for synchronous ones) */
-    int stand_in;      /* MAJORITY: as far as this rank saw, the leader
-                          started the round on behalf of an initiator that was
-                          blocked in another pcoll call or flushing */
-    int active;
-    uint64_t contributions;
-    int synchronous;
-    const void *result; /* count elements; valid only during the callback */
-    size_t count;
-    pcoll_dtype_t dtype;
-} pcoll_round_t;
-
-typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
 
 /* Called at every completed round, in round order, on the thread progressing
  * pcoll (the progress thread, or an application thread blocked in a pcoll
- * call).  Keep it short; it must not call pcoll.  NULL removes the observer. */
+ * call).  Keep it short; it must not call pcoll.  NULL removes the observer.
+ * Rounds may complete at a rank before its first call on the object (other
+ * ranks run them): to see every round from round 0, set cfg.observer at
+ * create instead. */
 PCOLL_API int pcoll_partial_set_observer(pcoll_partial_t *p, pcoll_round_observer_t fn, void *arg);
 
 /* initiator(r) of a MAJORITY object: a seeded random permutation of the ranks

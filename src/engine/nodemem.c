@@ -52,6 +52,8 @@ int pc_nodemem_create(MPI_Comm comm, size_t bytes, int use, pc_nodemem_t *m)
 
 void pc_nodemem_destroy(pc_nodemem_t *m)
 {
+    /* every rank of the node is done with every segment before any goes */
+    if (m->node != MPI_COMM_NULL) MPI_Barrier(m->node);
     if (m->win != MPI_WIN_NULL) MPI_Win_free(&m->win);
     if (m->node != MPI_COMM_NULL) MPI_Comm_free(&m->node);
     free(m->seg);

@@ -1,7 +1,7 @@
 /*
  * Node-shared memory: one segment per rank, which every rank on the same
  * node can address (MPI_Win_allocate_shared).  Used by the doorbells and by
- * the node-shared data phase of partial rounds.
+ * partial rounds that run in node-shared memory.
  */
 #ifndef PC_ENGINE_NODEMEM_H
 #define PC_ENGINE_NODEMEM_H

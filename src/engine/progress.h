@@ -75,7 +75,7 @@ int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, 
                     void *arg);
 
 /* Holder: a poller is called at every look for work, for progress that no
- * MPI request announces (node-shared memory, partial/shm_phase.c); it
+ * MPI request announces (node-shared memory, partial/node_rounds.c); it
  * returns how many things it did.  Pollers do not keep the engine from
  * sleeping: whoever makes a poller's condition true and needs it seen soon
  * nudges the rank (pc_engine_nudge).  Add and remove on the holder. */

@@ -27,6 +27,8 @@
  * A rank waits for round n only after completing n - 1, which needed the
  * leader's part of n - 1: so a WAIT(n) never reaches the leader before n - 1
  * is activated here, and WAITs for rounds before `next` are simply stale.
+ * In node-shared memory the leader's part may be taken without it, so the
+ * leader first catches up with the rounds activated there.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,7 @@ void pc_leader_arrival(pcoll_partial_t *p, const pc_ctrl_msg_t *m)
         pc_log(PCOLL_LOG_ERROR, "partial: arrival from an invalid rank %d", from);
         return;
     }
+    pc_leader_catch_up(p);
     switch (m->type) {
     case PC_MSG_WAIT:
         if (m->round < l->next) return; /* stale: that round is already activated */
@@ -143,11 +146,10 @@ void pc_leader_arrival(pcoll_partial_t *p, const pc_ctrl_msg_t *m)
     evaluate(p);
 }
 
-void pc_leader_round_activated(pcoll_partial_t *p, uint64_t round)
+void pc_leader_round_activated(pcoll_partial_t *p, uint64_t round, uint32_t flags)
 {
     pc_leader_t *l = p->leader;
     if (round < l->next) return;
-    uint32_t flags = p->slot[round % 2].flags;
     l->next = round + 1;
     memset(l->waiting, 0, (size_t)p->P);
     if (flags & (PC_ROUND_FLUSH | PC_ROUND_FREE)) {
@@ -156,6 +158,15 @@ void pc_leader_round_activated(pcoll_partial_t *p, uint64_t round)
         memset(l->freeing, 0, (size_t)p->P);
     }
     evaluate(p);
+}
+
+/* Rounds activated in node-shared memory by other ranks carry no FLUSH or
+ * FREE: only the leader activates those, and it learns them at once. */
+void pc_leader_catch_up(pcoll_partial_t *p)
+{
+    if (!p->shm) return;
+    uint64_t a = pc_nr_activated(p->shm);
+    if (a > p->leader->next) pc_leader_round_activated(p, a - 1, 0);
 }
 
 static void evaluate(pcoll_partial_t *p)

@@ -137,6 +137,8 @@ void pcoll_partial_config_default(pcoll_partial_config_t *cfg)
     cfg->mode = PCOLL_ACCUMULATE;
     cfg->sync_every = 0;
     cfg->seed = 1;
+    cfg->observer = NULL;
+    cfg->observer_arg = NULL;
 }
 
 int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg)
@@ -167,7 +169,7 @@ int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg)
 static void destroy(pcoll_partial_t *p)
 {
     if (p->sched) pc_sched_free(p->sched);
-    pc_shm_phase_destroy(p->shm); /* collective, like create */
+    pc_nr_destroy(p->shm); /* collective, like create */
     pc_leader_destroy(p);
     free(p->act_in);
     free(p->slot[0].counted);
@@ -223,6 +225,8 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     p->bytes = (count + 2) * es;
     p->cfg = *cfg;
     p->waiting_from = UINT64_MAX;
+    p->observer = cfg->observer;
+    p->observer_arg = cfg->observer_arg;
     pthread_mutex_init(&p->lock, NULL);
     atomic_init(&p->rounds_completed, 0);
     atomic_init(&p->flushes_completed, 0);
@@ -240,8 +244,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     /* the data phase: on one node and up to PCOLL_PARTIAL_SHM_BYTES, node-shared
      * memory (collective: every rank takes part and all decide alike, even
      * one that is out of memory here) ... */
-    rc = pc_shm_phase_create(ctx->comm, have_buffers && count * es <= ctx->partial_shm_bytes, count + 2, dtype,
-                             &p->shm);
+    rc = pc_nr_create(p, ctx->comm, have_buffers && count * es <= ctx->partial_shm_bytes, &p->shm);
     if (!have_buffers || rc != PCOLL_SUCCESS) {
         destroy(p);
         return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the buffers of %zu elements", count);
@@ -366,7 +369,6 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, int 
         memset(&p->dmeta, 0, sizeof p->dmeta);
     }
     p->waiting_from = UINT64_MAX;
-    p->waiting_until = 0;
     pthread_mutex_unlock(&p->lock);
     if (!fresh) { /* no memory for a swap: copy under the lock instead */
         pthread_mutex_lock(&p->lock);
@@ -404,11 +406,65 @@ static void add_contribution(pcoll_partial_t *p, void *dst, const void *src, uin
         memcpy(dst, src, p->count * p->esize);
 }
 
+/* Waits for w with want set: whoever completes the round in node-shared
+ * memory nudges this rank (node_rounds.h). */
+static void wait_node(pcoll_partial_t *p, wait_target_t *w)
+{
+    if (reached(w)) return;
+    pc_nr_set_want(p->shm, w->rounds > 0 ? w->rounds : atomic_load(&p->rounds_completed) + 1);
+    wait_parked(p, reached, w);
+    pc_nr_set_want(p->shm, 0);
+}
+
+/* The call when rounds run in node-shared memory: the same steps, with
+ * pending and the takes in shared memory (the lock is held on entry). */
+static int allreduce_node(pcoll_partial_t *p, const void *contribution, void *out, pcoll_partial_info_t *info)
+{
+    pc_node_rounds_t *s = p->shm;
+    pthread_mutex_unlock(&p->lock);
+    if (contribution) pc_nr_contribute(s, contribution); /* step 1 */
+    pc_nr_help(s); /* a round may have skipped our part while we added */
+    /* rounds done in shared memory but not here yet: complete them first */
+    wait_target_t w = {p, pc_nr_done(s), 0};
+    wait_node(p, &w);
+    int own = 0;
+    pthread_mutex_lock(&p->lock);
+    if (p->dmeta.rounds == 0) { /* else step 2: results are waiting */
+        pthread_mutex_unlock(&p->lock);
+        uint64_t taken = pc_nr_taken(s);
+        if (taken > atomic_load(&p->rounds_completed)) {
+            w.rounds = taken; /* step 3: a round took pending before step 1 */
+        } else if (pc_nr_set_waiting(s, taken)) {
+            own = 1; /* step 4: round `taken` will take this contribution */
+            w.rounds = taken + 1;
+            if (pc_nr_activated(s) <= taken) {
+                int rc = post_arrival(p, 0, taken);
+                if (rc != PCOLL_SUCCESS) {
+                    pc_nr_clear_waiting(s);
+                    pthread_mutex_lock(&p->lock);
+                    p->app_busy = 0;
+                    pthread_mutex_unlock(&p->lock);
+                    return PC_ERR(rc, "cannot queue the request for the progress engine");
+                }
+            }
+            pc_nr_help(s);
+        } else {
+            w.rounds = pc_nr_taken(s); /* taken meanwhile: step 3 */
+        }
+        wait_node(p, &w);
+        pc_nr_clear_waiting(s);
+        pthread_mutex_lock(&p->lock);
+    }
+    take(p, out, info, own);
+    return PCOLL_SUCCESS;
+}
+
 int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *out, pcoll_partial_info_t *info)
 {
     if (p && !out) return PC_ERR(PCOLL_ERR_NULL, "out is NULL");
     int rc = enter(p, __func__);
     if (rc != PCOLL_SUCCESS) return rc;
+    if (p->shm) return allreduce_node(p, contribution, out, info);
     int kick = 0;
     if (contribution) { /* step 1 */
         void *pending = p->pending;
@@ -430,8 +486,6 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
         /* step 2: results are waiting; the contribution goes to a later round */
     } else if (next > completed) {
         w.rounds = next; /* step 3: the running round took pending before step 1 */
-        p->waiting_until = next;
-        if (p->shm) kick = 1; /* the holder sets its want (shm_phase.h) */
     } else {
         /* steps 3a/4: the next round will take this contribution */
         own = 1;
@@ -449,7 +503,6 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
 fail:
     pthread_mutex_lock(&p->lock);
     p->waiting_from = UINT64_MAX;
-    p->waiting_until = 0;
     p->app_busy = 0;
     pthread_mutex_unlock(&p->lock);
     return PC_ERR(rc, "cannot queue the request for the progress engine");
@@ -463,7 +516,9 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
     uint64_t epoch = ++p->flush_calls;
     p->waiting_from = p->rounds_started; /* inside the library for every round until the flush */
     pthread_mutex_unlock(&p->lock);
+    if (p->shm) pc_nr_set_waiting(p->shm, UINT64_MAX);
     if ((rc = post_arrival(p, PC_MSG_FLUSH, epoch)) != PCOLL_SUCCESS) {
+        if (p->shm) pc_nr_clear_waiting(p->shm);
         pthread_mutex_lock(&p->lock);
         p->waiting_from = UINT64_MAX;
         p->app_busy = 0;
@@ -471,7 +526,12 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
         return PC_ERR(rc, "cannot queue the request for the progress engine");
     }
     wait_target_t w = {p, 0, epoch};
-    wait_parked(p, reached, &w);
+    if (p->shm) {
+        wait_node(p, &w);
+        pc_nr_clear_waiting(p->shm);
+    } else {
+        wait_parked(p, reached, &w);
+    }
     pthread_mutex_lock(&p->lock);
     take(p, out, info, 1);
     return PCOLL_SUCCESS;
@@ -485,7 +545,15 @@ int pcoll_partial_free(pcoll_partial_t **pp)
     if (rc != PCOLL_SUCCESS) return rc;
     p->waiting_from = p->rounds_started;
     pthread_mutex_unlock(&p->lock);
+    if (p->shm) { /* active in every round until the last; woken at each */
+        pc_nr_set_waiting(p->shm, UINT64_MAX);
+        pc_nr_set_want(p->shm, atomic_load(&p->rounds_completed) + 1);
+    }
     if ((rc = post_arrival(p, PC_MSG_FREE, 0)) != PCOLL_SUCCESS) {
+        if (p->shm) {
+            pc_nr_clear_waiting(p->shm);
+            pc_nr_set_want(p->shm, 0);
+        }
         pthread_mutex_lock(&p->lock);
         p->app_busy = 0;
         pthread_mutex_unlock(&p->lock);

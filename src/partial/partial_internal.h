@@ -28,7 +28,7 @@
 #include "../core/context.h"
 #include "../engine/sched.h"
 #include "pcoll.h"
-#include "shm_phase.h"
+#include "node_rounds.h"
 
 #define PC_LEADER 0 /* rank that coordinates quorum, synchronous rounds, flush and free */
 
@@ -108,7 +108,6 @@ struct pcoll_partial {
     int start_deferred;         /* (L) a round waits for `adding` to clear   */
     uint64_t waiting_from;      /* (L) the application waits in the library
                                        for rounds >= this (UINT64_MAX: not)  */
-    uint64_t waiting_until;     /* (L) ... and for rounds < this (step 3)     */
     int app_busy;               /* (L) a call is in progress (one thread)    */
     void *delivered;            /* (L) results not yet collected             */
     pc_delivery_t dmeta;        /* (L) what `delivered` holds                */
@@ -125,10 +124,11 @@ struct pcoll_partial {
 
     /* ---- progress thread ---- */
     pc_act_slot_t slot[2];   /* (P) */
-    pc_sched_t *sched;       /* (P) the data phase: an allreduce in place,    */
-    pc_shm_phase_t *shm;     /*     or node-shared memory (shm_phase.h)       */
-    int shm_want;            /* (P) the running round's want is set           */
-    pc_poller_t poller;      /* (P) polls the node-shared round               */
+    pc_sched_t *sched;       /* (P) the data phase: an allreduce in place     */
+    pc_node_rounds_t *shm;   /* rounds in node-shared memory (node_rounds.h):
+                                then neither slots, sched nor activation
+                                messages are used                            */
+    pc_poller_t poller;      /* (P) completes node-shared rounds here         */
     void *round_buf;         /* (P) the running round's buffer                */
     uint64_t running_round;  /* (P) */
     int running;             /* (P) */
@@ -152,7 +152,7 @@ void pc_round_try_start(pcoll_partial_t *p);
 int pc_round_is_sync(const pcoll_partial_t *p, uint64_t round);
 int pc_round_send_ctrl(pcoll_partial_t *p, int peer, int tag, const pc_ctrl_msg_t *m);
 void pc_round_kick(pc_engine_t *e, void *arg); /* task: retry a deferred start */
-int pc_round_poll(pc_engine_t *e, void *arg);  /* poller: a node-shared round done? */
+int pc_round_poll(pc_engine_t *e, void *arg);  /* poller: node-shared rounds done? */
 
 /* ---- leader.c (progress thread, but alloc and destroy) ---- */
 int pc_leader_alloc(pcoll_partial_t *p);   /* at create, on the leader rank */
@@ -160,8 +160,10 @@ void pc_leader_listen(pcoll_partial_t *p);  /* posts the arrival receive */
 void pc_leader_destroy(pcoll_partial_t *p);
 /* An arrival (WAIT, FLUSH, FREE) from rank `from`, local or by message. */
 void pc_leader_arrival(pcoll_partial_t *p, const pc_ctrl_msg_t *m);
-/* The leader learnt that `round` is activated. */
-void pc_leader_round_activated(pcoll_partial_t *p, uint64_t round);
+/* The leader learnt that `round` is activated, with these flags. */
+void pc_leader_round_activated(pcoll_partial_t *p, uint64_t round, uint32_t flags);
+/* Node-shared rounds: learn the rounds other ranks activated. */
+void pc_leader_catch_up(pcoll_partial_t *p);
 /* Sends an arrival to the leader, or handles it locally at the leader. */
 void pc_leader_notify(pcoll_partial_t *p, uint32_t type, uint64_t round);
 

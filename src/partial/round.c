@@ -9,11 +9,14 @@
  *     forward on unused links above h        the application is not writing
  *     (algo/activation.c)                    its contribution:
  *                                              take pending, write trailer,
- *                                              allreduce in place (sched), or
- *                                              on one node deposit it in
- *                                              shared memory (shm_phase.h)
+ *                                              allreduce in place (sched)
  *                                            done: add the result to delivered,
  *                                              wake the application, start r+1
+ *
+ * When every rank shares one node, rounds run in node-shared memory instead
+ * (node_rounds.h): activation writes a record there, any rank takes the
+ * parts and sums them, and each rank completes the rounds at its next look
+ * (the poller below).  No activation messages, no FIN.
  *
  * At most two rounds are in play at a rank: the one running and the next (an
  * initiator of r+1 has finished r, which needed every rank's part of r).
@@ -30,6 +33,9 @@
 #include "../core/log.h"
 #include "../engine/reduce.h"
 #include "partial_internal.h"
+
+static void finish_round(pcoll_partial_t *p, uint64_t r, int root, uint32_t flags, int parked, void *buf);
+static void node_activate(pcoll_partial_t *p, uint64_t round, int root, uint32_t flags, const unsigned char *counted);
 
 int pc_round_is_sync(const pcoll_partial_t *p, uint64_t round)
 {
@@ -73,6 +79,10 @@ static uint64_t all_links(const pcoll_partial_t *p)
 void pc_round_activate(pcoll_partial_t *p, uint64_t round, int root, uint32_t flags, const unsigned char *counted,
                        int from_link)
 {
+    if (p->shm) {
+        node_activate(p, round, root, flags, counted);
+        return;
+    }
     uint64_t completed = atomic_load(&p->rounds_completed);
     if (round < completed) return; /* a late duplicate: everyone has this round already */
     pc_act_slot_t *s = &p->slot[round % 2];
@@ -120,7 +130,7 @@ void pc_round_activate(pcoll_partial_t *p, uint64_t round, int root, uint32_t fl
         if ((unsigned char *)out != buf) free(out);
     }
     if (first) {
-        if (p->leader) pc_leader_round_activated(p, round);
+        if (p->leader) pc_leader_round_activated(p, round, flags);
         pc_round_try_start(p);
     }
 }
@@ -165,8 +175,8 @@ static void post_activation_listener(pcoll_partial_t *p)
 static void open_task(pc_engine_t *e, void *arg)
 {
     pcoll_partial_t *p = arg;
-    p->fins_pending = all_links(p);
-    if (p->P > 1) post_activation_listener(p);
+    p->fins_pending = p->shm ? 0 : all_links(p);
+    if (p->P > 1 && !p->shm) post_activation_listener(p);
     if (p->leader) pc_leader_listen(p);
     if (p->shm) {
         p->poller.fn = pc_round_poll;
@@ -182,9 +192,14 @@ int pc_round_open(pcoll_partial_t *p) { return pc_engine_post(p->engine, open_ta
 void pc_round_arrive(pcoll_partial_t *p, uint64_t round)
 {
     PC_DEBUG("partial ch%u: application waits for round %llu", p->channel, (unsigned long long)round);
-    pthread_mutex_lock(&p->lock);
-    int activated = round < p->activated_upto;
-    pthread_mutex_unlock(&p->lock);
+    int activated;
+    if (p->shm) {
+        activated = round < pc_nr_activated(p->shm);
+    } else {
+        pthread_mutex_lock(&p->lock);
+        activated = round < p->activated_upto;
+        pthread_mutex_unlock(&p->lock);
+    }
     if (activated) return; /* it came meanwhile: it starts on its own */
     if (pc_round_is_sync(p, round)) {
         pc_leader_notify(p, PC_MSG_WAIT, round);
@@ -212,38 +227,58 @@ void pc_round_kick(pc_engine_t *e, void *arg)
     pc_round_try_start(arg);
 }
 
-/* A node-shared round running here: done?  Sets this rank's want once its
- * application waits for the round, so that the last depositor nudges it. */
-static int shm_poll(pcoll_partial_t *p)
+/* ---- rounds in node-shared memory ---- */
+
+static void node_activate(pcoll_partial_t *p, uint64_t round, int root, uint32_t flags, const unsigned char *counted)
 {
-    if (!p->running) return 0;
-    int want = p->shm_want;
-    if (!want) {
-        pthread_mutex_lock(&p->lock);
-        want = p->running_round >= p->waiting_from || p->running_round < p->waiting_until;
-        pthread_mutex_unlock(&p->lock);
+    int rc = pc_nr_activate(p->shm, round, root, flags, counted);
+    PC_DEBUG("partial ch%u: activate round %llu root %d flags %u in shared memory: %d", p->channel,
+             (unsigned long long)round, root, flags, rc);
+    if (p->leader) {
+        if (rc == 1)
+            pc_leader_round_activated(p, round, flags);
+        else
+            pc_leader_catch_up(p);
     }
-    if (pc_shm_phase_poll(p->shm, p->running_round, p->round_buf, want)) {
-        round_done(NULL, PCOLL_SUCCESS, p);
-        return 1;
-    }
-    p->shm_want = want;
-    return 0;
+    pc_nr_help(p->shm);
 }
 
+/* Poller: completes here the rounds done in shared memory, in order, then
+ * helps the running one along. */
 int pc_round_poll(pc_engine_t *e, void *arg)
 {
     (void)e;
-    return shm_poll(arg);
+    pcoll_partial_t *p = arg;
+    int did = 0;
+    while (!p->finishing) {
+        uint64_t c = atomic_load(&p->rounds_completed);
+        if (pc_nr_done(p->shm) <= c) break;
+        pthread_mutex_lock(&p->lock);
+        void *buf = pc_partial_buffer_get(p);
+        pthread_mutex_unlock(&p->lock);
+        if (!buf) {
+            pc_log(PCOLL_LOG_ERROR, "partial: out of memory for the result of round %llu; retrying",
+                   (unsigned long long)c);
+            break;
+        }
+        int root, parked;
+        uint32_t flags;
+        pc_nr_consume(p->shm, c, buf, &root, &flags, &parked);
+        finish_round(p, c, root, flags, parked, buf);
+        did++;
+    }
+    if (!p->finishing && pc_nr_activated(p->shm) > pc_nr_done(p->shm)) did += pc_nr_help(p->shm);
+    return did;
 }
 
 void pc_round_try_start(pcoll_partial_t *p)
 {
     if (p->finishing) return;
-    if (p->running) { /* a lazily completed node-shared round first */
-        if (p->shm) shm_poll(p); /* round_done starts the next one */
+    if (p->shm) {
+        pc_round_poll(p->engine, p);
         return;
     }
+    if (p->running) return;
     pthread_mutex_lock(&p->lock);
     uint64_t r = p->rounds_started;
     pc_act_slot_t *slot = &p->slot[r % 2];
@@ -293,14 +328,6 @@ void pc_round_try_start(pcoll_partial_t *p)
     p->running_root = slot->root;
     p->running_parked = parked;
     p->round_buf = buf;
-    if (p->shm) {
-        p->shm_want = 0;
-        if (pc_shm_phase_start(p->shm, p->engine, r, buf))
-            round_done(NULL, PCOLL_SUCCESS, p);
-        else
-            shm_poll(p);
-        return;
-    }
     pc_sched_bind(p->sched, PC_SLOT_OUT, buf);
     pc_sched_on_done(p->sched, round_done, p);
     int rc = pc_engine_run(p->engine, p->sched, pc_tag_base(pc_engine_tags(p->engine), p->channel, r));
@@ -311,13 +338,19 @@ static void round_done(pc_sched_t *s, int status, void *arg)
 {
     (void)s;
     pcoll_partial_t *p = arg;
-    void *buf = p->round_buf;
-    uint64_t r = p->running_round;
-    uint32_t flags = p->running_flags;
+    if (status != PCOLL_SUCCESS)
+        pc_log(PCOLL_LOG_ERROR, "partial: round %llu failed: %s", (unsigned long long)p->running_round,
+               pcoll_strerror(status));
+    p->running = 0;
+    finish_round(p, p->running_round, p->running_root, p->running_flags, p->running_parked, p->round_buf);
+}
+
+/* Round r is complete here, its result (trailer: totals) in buf, which this
+ * takes over: observer, delivered, waiters; then the next round, or the end. */
+static void finish_round(pcoll_partial_t *p, uint64_t r, int root, uint32_t flags, int parked, void *buf)
+{
     int64_t active, contribs;
     pc_trailer_get(p, buf, &active, &contribs);
-    if (status != PCOLL_SUCCESS)
-        pc_log(PCOLL_LOG_ERROR, "partial: round %llu failed: %s", (unsigned long long)r, pcoll_strerror(status));
     PC_DEBUG("partial ch%u: round %llu done, flags %u", p->channel, (unsigned long long)r, flags);
 
     pthread_mutex_lock(&p->lock);
@@ -325,9 +358,9 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     void *obs_arg = p->observer_arg;
     pthread_mutex_unlock(&p->lock);
     if (obs) {
-        pcoll_round_t info = {r,       p->running_root, (flags & PC_ROUND_STANDIN) != 0,
+        pcoll_round_t info = {r,       root,     (flags & PC_ROUND_STANDIN) != 0,
                               (int)active, (uint64_t)contribs, (flags & PC_ROUND_SYNC) != 0,
-                              buf,     p->count,        p->dtype};
+                              buf,     p->count, p->dtype};
         obs(&info, obs_arg);
     }
 
@@ -352,10 +385,9 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     if ((int)active < d->active_min) d->active_min = (int)active;
     d->active_total += (uint64_t)active;
     d->contributions += (uint64_t)contribs;
-    d->root_last = p->running_root;
+    d->root_last = root;
     d->sync_last = (flags & PC_ROUND_SYNC) != 0;
-    d->parked += (uint64_t)p->running_parked;
-    p->running = 0;
+    d->parked += (uint64_t)parked;
     if (spare) pc_partial_buffer_put(p, spare);
     atomic_store(&p->rounds_completed, r + 1);
     if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
@@ -363,15 +395,19 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     pc_engine_notify(p->engine);
 
     if (!(flags & PC_ROUND_FREE)) {
-        pc_round_try_start(p);
+        if (!p->shm) pc_round_try_start(p);
         return;
     }
-    /* the last round: say so on every link, then wait for the neighbours' FINs */
+    /* the last round: say so on every link, then wait for the neighbours' FINs
+     * (none in shared memory: nothing of this object travels in messages
+     * there but arrivals at the leader, which end with FREE) */
     p->finishing = 1;
     if (p->shm) pc_engine_remove_poller(p->engine, &p->poller);
     pc_ctrl_msg_t fin = {PC_MSG_FIN, 0, r, p->me, 0};
-    for (int k = 0; k < pc_act_ndims(p->P); k++) pc_round_send_ctrl(p, pc_act_peer(p->P, p->me, k), p->tag_activation, &fin);
-    if (p->fins_pending == 0) { /* no links (P = 1), or every FIN came first */
+    if (!p->shm)
+        for (int k = 0; k < pc_act_ndims(p->P); k++)
+            pc_round_send_ctrl(p, pc_act_peer(p->P, p->me, k), p->tag_activation, &fin);
+    if (p->fins_pending == 0) { /* no links (P = 1), shared memory, or every FIN came first */
         atomic_store(&p->drained, 1);
         pc_engine_notify(p->engine);
     }
