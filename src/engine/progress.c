@@ -613,6 +613,7 @@ void pc_engine_remove_poller(pc_engine_t *e, pc_poller_t *poller)
 }
 
 void pc_engine_nudge(pc_engine_t *e, int peer) { pc_doorbell_nudge(e->bells, peer); }
+int pc_engine_can_nudge_all(const pc_engine_t *e) { return pc_doorbells_all_local(e->bells); }
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }
 MPI_Comm pc_engine_comm(const pc_engine_t *e) { return e->comm; }

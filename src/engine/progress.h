@@ -91,6 +91,9 @@ void pc_engine_remove_poller(pc_engine_t *e, pc_poller_t *poller);
 /* Any thread: wake whoever progresses rank `peer` of this node (no-op for
  * ranks on other nodes). */
 void pc_engine_nudge(pc_engine_t *e, int peer);
+/* 1 if every rank of the engine's communicator can be nudged (one node,
+ * doorbells in shared memory). */
+int pc_engine_can_nudge_all(const pc_engine_t *e);
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e);
 MPI_Comm pc_engine_comm(const pc_engine_t *e);

@@ -47,7 +47,8 @@ typedef struct node_ctl {
     atomic_ullong sum_claimed; /* rounds whose sum someone took on */
     atomic_uint parts[2];      /* parts taken for the slot's round */
     atomic_ullong owner[2];    /* the slot's record is (being) written for owner - 1 */
-    char pad2[LINE - 4 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
+    atomic_ullong blocked;     /* rounds whose blocked sum woke the ranks behind */
+    char pad2[LINE - 5 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
 } node_ctl_t;
 
 struct pc_node_rounds {
@@ -86,6 +87,8 @@ int pc_nr_create(pcoll_partial_t *p, MPI_Comm comm, int use, pc_node_rounds_t **
     /* rank 0's segment also holds the rounds' state, records and results (zeroed: nothing activated) */
     size_t mine = sizeof(rank_ctl_t) + 2 * stride + (me == 0 ? sizeof(node_ctl_t) + 4 * rec_bytes + 2 * stride : 0);
     pc_nodemem_t mem; /* collective: taken part in even without memory for s */
+    /* rounds here rely on nudges: only with every rank's doorbell at hand */
+    use = use && pc_engine_can_nudge_all(p->engine);
     int made = pc_nodemem_create(comm, mine, use && s && P >= 2, &mem) == 0;
     /* every rank takes the same path: all of comm on one node, everywhere */
     int ok = made && mem.local_size == P, all = 0;
@@ -136,41 +139,36 @@ static uint64_t acquire_own(pc_node_rounds_t *s, uint64_t bit)
     }
 }
 
-void pc_nr_contribute(pc_node_rounds_t *s, const void *contribution)
+uint64_t pc_nr_contribute(pc_node_rounds_t *s, const void *contribution, int (*choose)(void *arg, uint64_t taken),
+                          void *arg, int *waits)
 {
     pcoll_partial_t *p = s->p;
     rank_ctl_t *c = ctl_of(s, s->me);
-    uint64_t st = acquire_own(s, ST_ADDING);
+    uint64_t st = acquire_own(s, ST_ADDING); /* no take of our part from here ... */
     /* the buffer was last read by the sum of an earlier round, which `done`
      * published before a take made it current again: acquire that too (the
      * take may have run in another process, out of a sanitizer's sight) */
     (void)atomic_load(&s->nc->done);
-    int b = (int)(st & ST_CUR);
-    unsigned char *dst = pending_of(s, s->me, b);
-    if (p->cfg.mode == PCOLL_ACCUMULATE && c->held[b] > 0)
-        pc_reduce_sum(dst, dst, contribution, p->count, p->dtype);
-    else
-        memcpy(dst, contribution, s->data_bytes);
-    c->held[b]++;
-    atomic_fetch_and(&c->state, ~(uint64_t)ST_ADDING);
-}
-
-uint64_t pc_nr_taken(pc_node_rounds_t *s) { return atomic_load(&ctl_of(s, s->me)->state) >> ST_SHIFT; }
-
-int pc_nr_set_waiting(pc_node_rounds_t *s, uint64_t taken)
-{
-    rank_ctl_t *c = ctl_of(s, s->me);
-    uint64_t st = atomic_load(&c->state);
-    for (;;) {
-        if (st & ST_TAKING) { /* being taken: wait to see by which round */
-            sched_yield();
-            st = atomic_load(&c->state);
-            continue;
-        }
-        if (taken != UINT64_MAX && (st >> ST_SHIFT) != taken) return 0;
-        if (atomic_compare_exchange_weak(&c->state, &st, st | ST_WAITING)) return 1;
+    if (contribution) {
+        int b = (int)(st & ST_CUR);
+        unsigned char *dst = pending_of(s, s->me, b);
+        if (p->cfg.mode == PCOLL_ACCUMULATE && c->held[b] > 0)
+            pc_reduce_sum(dst, dst, contribution, p->count, p->dtype);
+        else
+            memcpy(dst, contribution, s->data_bytes);
+        c->held[b]++;
     }
+    uint64_t taken = st >> ST_SHIFT;
+    *waits = choose(arg, taken) != 0;
+    /* ... to here */
+    uint64_t set = *waits ? ST_WAITING : 0;
+    st = atomic_load(&c->state);
+    while (!atomic_compare_exchange_weak(&c->state, &st, (st & ~(uint64_t)ST_ADDING) | set)) {
+    }
+    return taken;
 }
+
+void pc_nr_set_waiting(pc_node_rounds_t *s) { (void)acquire_own(s, ST_WAITING); }
 
 void pc_nr_clear_waiting(pc_node_rounds_t *s) { atomic_fetch_and(&ctl_of(s, s->me)->state, ~(uint64_t)ST_WAITING); }
 
@@ -247,12 +245,16 @@ static int try_sum(pc_node_rounds_t *s, uint64_t r)
     if (atomic_load(&nc->parts[slot]) < (unsigned)s->P) return 0;
     if (r >= 2) { /* the slot holds round r - 2 until every rank has copied it */
         int clear = 1;
-        for (int j = 0; j < s->P; j++)
-            if (atomic_load(&ctl_of(s, j)->consumed) < r - 1) {
-                clear = 0;
-                pc_engine_nudge(p->engine, j);
-            }
-        if (!clear) return 0;
+        for (int j = 0; j < s->P; j++) clear &= atomic_load(&ctl_of(s, j)->consumed) >= r - 1;
+        if (!clear) {
+            /* the first to find round r blocked wakes those behind (once:
+             * each then copies, helps, and the last of them sums) */
+            uint64_t seen = atomic_load(&nc->blocked);
+            if (seen <= r && atomic_compare_exchange_strong(&nc->blocked, &seen, r + 1))
+                for (int j = 0; j < s->P; j++)
+                    if (atomic_load(&ctl_of(s, j)->consumed) < r - 1) pc_engine_nudge(p->engine, j);
+            return 0;
+        }
     }
     uint64_t expect = r;
     if (!atomic_compare_exchange_strong(&nc->sum_claimed, &expect, r + 1)) return 0;

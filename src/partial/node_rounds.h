@@ -50,14 +50,17 @@ int pc_nr_create(struct pcoll_partial *p, MPI_Comm comm, int use, pc_node_rounds
 void pc_nr_destroy(pc_node_rounds_t *s); /* collective */
 
 /* ---- this rank's application thread (one at a time) ---- */
-/* Adds (ACCUMULATE) or copies (REPLACE) a contribution into pending. */
-void pc_nr_contribute(pc_node_rounds_t *s, const void *contribution);
-/* Rounds that have taken this rank's part. */
-uint64_t pc_nr_taken(pc_node_rounds_t *s);
-/* Marks this rank waiting (its parts count as active) if no round has taken
- * more than `taken` parts of it; returns 0 (nothing marked) otherwise.  With
- * taken == UINT64_MAX it always marks. */
-int pc_nr_set_waiting(pc_node_rounds_t *s, uint64_t taken);
+/* Step 1 of a call and the choice of the next step, with no take of this
+ * rank's part in between: adds (ACCUMULATE) or copies (REPLACE) the
+ * contribution (if not NULL) into pending, then calls choose(arg, taken),
+ * taken being the round that will take the contribution; if it returns
+ * nonzero (the application will wait for that round), marks this rank
+ * waiting in the same atomic step (its part then counts as active).
+ * Returns taken. */
+uint64_t pc_nr_contribute(pc_node_rounds_t *s, const void *contribution, int (*choose)(void *arg, uint64_t taken),
+                          void *arg, int *waits);
+/* Marks this rank waiting (flush, free: in every round until it returns). */
+void pc_nr_set_waiting(pc_node_rounds_t *s);
 void pc_nr_clear_waiting(pc_node_rounds_t *s);
 /* Nudge this rank once `done` reaches want (0: never). */
 void pc_nr_set_want(pc_node_rounds_t *s, uint64_t want);

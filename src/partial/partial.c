@@ -416,26 +416,50 @@ static void wait_node(pcoll_partial_t *p, wait_target_t *w)
     pc_nr_set_want(p->shm, 0);
 }
 
+/* Which step follows step 1 (node-shared rounds): called while no round
+ * can take this rank's part; `taken` is the round that will. */
+static int choose_step(pcoll_partial_t *p, uint64_t taken)
+{
+    pthread_mutex_lock(&p->lock);
+    int results = p->dmeta.rounds > 0;
+    pthread_mutex_unlock(&p->lock);
+    uint64_t completed = atomic_load(&p->rounds_completed);
+    if (results || pc_nr_done(p->shm) > completed) return 2; /* results are waiting */
+    if (taken > completed) return 3; /* rounds that took pending before step 1 */
+    return 4;                        /* the application waits for `taken` */
+}
+
+typedef struct step_choice {
+    pcoll_partial_t *p;
+    int step;
+} step_choice_t;
+
+static int choose(void *arg, uint64_t taken)
+{
+    step_choice_t *c = arg;
+    c->step = choose_step(c->p, taken);
+    return c->step == 4;
+}
+
 /* The call when rounds run in node-shared memory: the same steps, with
  * pending and the takes in shared memory (the lock is held on entry). */
 static int allreduce_node(pcoll_partial_t *p, const void *contribution, void *out, pcoll_partial_info_t *info)
 {
     pc_node_rounds_t *s = p->shm;
     pthread_mutex_unlock(&p->lock);
-    if (contribution) pc_nr_contribute(s, contribution); /* step 1 */
+    step_choice_t c = {p, 0};
+    int waits;
+    uint64_t taken = pc_nr_contribute(s, contribution, choose, &c, &waits);
     pc_nr_help(s); /* a round may have skipped our part while we added */
-    /* rounds done in shared memory but not here yet: complete them first */
-    wait_target_t w = {p, pc_nr_done(s), 0};
-    wait_node(p, &w);
-    int own = 0;
-    pthread_mutex_lock(&p->lock);
-    if (p->dmeta.rounds == 0) { /* else step 2: results are waiting */
-        pthread_mutex_unlock(&p->lock);
-        uint64_t taken = pc_nr_taken(s);
-        if (taken > atomic_load(&p->rounds_completed)) {
-            w.rounds = taken; /* step 3: a round took pending before step 1 */
-        } else if (pc_nr_set_waiting(s, taken)) {
-            own = 1; /* step 4: round `taken` will take this contribution */
+    wait_target_t w = {p, 0, 0};
+    if (c.step == 2) {
+        /* the rounds done in shared memory, completed here: nothing to wait for
+         * but this rank's own poller, so not parked */
+        w.rounds = pc_nr_done(s);
+        pc_engine_wait(p->engine, reached, &w);
+    } else {
+        if (c.step == 3) w.rounds = taken;
+        if (c.step == 4) {
             w.rounds = taken + 1;
             if (pc_nr_activated(s) <= taken) {
                 int rc = post_arrival(p, 0, taken);
@@ -447,15 +471,13 @@ static int allreduce_node(pcoll_partial_t *p, const void *contribution, void *ou
                     return PC_ERR(rc, "cannot queue the request for the progress engine");
                 }
             }
-            pc_nr_help(s);
-        } else {
-            w.rounds = pc_nr_taken(s); /* taken meanwhile: step 3 */
         }
         wait_node(p, &w);
-        pc_nr_clear_waiting(s);
-        pthread_mutex_lock(&p->lock);
+        if (waits) pc_nr_clear_waiting(s);
     }
-    take(p, out, info, own);
+    pthread_mutex_lock(&p->lock);
+    /* the round that took this call's contribution delivered it here */
+    take(p, out, info, atomic_load(&p->rounds_completed) > taken);
     return PCOLL_SUCCESS;
 }
 
@@ -516,7 +538,7 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
     uint64_t epoch = ++p->flush_calls;
     p->waiting_from = p->rounds_started; /* inside the library for every round until the flush */
     pthread_mutex_unlock(&p->lock);
-    if (p->shm) pc_nr_set_waiting(p->shm, UINT64_MAX);
+    if (p->shm) pc_nr_set_waiting(p->shm);
     if ((rc = post_arrival(p, PC_MSG_FLUSH, epoch)) != PCOLL_SUCCESS) {
         if (p->shm) pc_nr_clear_waiting(p->shm);
         pthread_mutex_lock(&p->lock);
@@ -546,7 +568,7 @@ int pcoll_partial_free(pcoll_partial_t **pp)
     p->waiting_from = p->rounds_started;
     pthread_mutex_unlock(&p->lock);
     if (p->shm) { /* active in every round until the last; woken at each */
-        pc_nr_set_waiting(p->shm, UINT64_MAX);
+        pc_nr_set_waiting(p->shm);
         pc_nr_set_want(p->shm, atomic_load(&p->rounds_completed) + 1);
     }
     if ((rc = post_arrival(p, PC_MSG_FREE, 0)) != PCOLL_SUCCESS) {

@@ -308,6 +308,43 @@ static void interleaved(pcoll_t *ctx, int iters)
     run_objects(b, 3, iters);
 }
 
+/* info.own_included is exact: each rank contributes the unit vector e_rank,
+ * so its element of the deliveries counts its own contributions delivered;
+ * they arrive in order, so a call's own is in its result exactly when that
+ * count has reached the number of calls.  Short random pauses (and 64K
+ * elements, so that adding takes a while) make rounds take parts in every
+ * phase of a call. */
+static void own_included_exact(pcoll_t *ctx)
+{
+    const char *kinds[3] = {"solo", "majority", "quorum:1"};
+    size_t n = 65536;
+    int64_t *in = calloc(n, sizeof *in), *out = calloc(n, sizeof *out);
+    CHECK(in && out);
+    in[rank] = 1;
+    rng_t r;
+    rng_seed(&r, 99 + (uint64_t)rank);
+    for (int k = 0; k < 3; k++) {
+        pcoll_partial_config_t cfg;
+        pcoll_partial_config_default(&cfg);
+        CHECK_RC(pcoll_partial_config_parse(kinds[k], &cfg));
+        pcoll_partial_t *p;
+        CHECK_RC(pcoll_partial_create(ctx, n, PCOLL_INT64, &cfg, &p));
+        int64_t mine = 0;
+        for (int call = 1; call <= 60; call++) {
+            if (rng_below(&r, 3) == 0) sleep_us((long)rng_below(&r, 500));
+            pcoll_partial_info_t info;
+            CHECK_RC(pcoll_partial_allreduce(p, in, out, &info));
+            mine += out[rank];
+            CHECK_MSG(info.own_included == (mine == call), "%s call %d: own_included %d, own contributions delivered %lld",
+                      kinds[k], call, info.own_included, (long long)mine);
+        }
+        CHECK_RC(pcoll_partial_flush(p, out, NULL));
+        CHECK_RC(pcoll_partial_free(&p));
+    }
+    free(in);
+    free(out);
+}
+
 /* objects freed while rounds are in flight at some ranks; then a new object
  * (another channel) must work and see none of the old traffic */
 static void free_in_flight(pcoll_t *ctx)
@@ -421,6 +458,7 @@ int main(int argc, char **argv)
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     if (rank == 0) printf("test_partial: P=%d, %d iterations: objects alone, then interleaved\n", size, iters);
     interleaved(ctx, iters);
+    own_included_exact(ctx);
     free_in_flight(ctx);
     bad_arguments(ctx);
     long all = 0;
