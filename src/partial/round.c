@@ -259,6 +259,7 @@ int pc_round_poll(pc_engine_t *e, void *arg)
         if (!buf) {
             pc_log(PCOLL_LOG_ERROR, "partial: out of memory for the result of round %llu; retrying",
                    (unsigned long long)c);
+            pc_engine_post(p->engine, pc_round_kick, p); /* as the message path does */
             break;
         }
         int root, parked;
