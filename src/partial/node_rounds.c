@@ -140,7 +140,7 @@ static uint64_t acquire_own(pc_node_rounds_t *s, uint64_t bit)
 }
 
 uint64_t pc_nr_contribute(pc_node_rounds_t *s, const void *contribution, int (*choose)(void *arg, uint64_t taken),
-                          void *arg, int *waits)
+                          void *arg)
 {
     pcoll_partial_t *p = s->p;
     rank_ctl_t *c = ctl_of(s, s->me);
@@ -159,9 +159,8 @@ uint64_t pc_nr_contribute(pc_node_rounds_t *s, const void *contribution, int (*c
         c->held[b]++;
     }
     uint64_t taken = st >> ST_SHIFT;
-    *waits = choose(arg, taken) != 0;
+    uint64_t set = choose(arg, taken) ? ST_WAITING : 0;
     /* ... to here */
-    uint64_t set = *waits ? ST_WAITING : 0;
     st = atomic_load(&c->state);
     while (!atomic_compare_exchange_weak(&c->state, &st, (st & ~(uint64_t)ST_ADDING) | set)) {
     }

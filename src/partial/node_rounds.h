@@ -58,7 +58,7 @@ void pc_nr_destroy(pc_node_rounds_t *s); /* collective */
  * waiting in the same atomic step (its part then counts as active).
  * Returns taken. */
 uint64_t pc_nr_contribute(pc_node_rounds_t *s, const void *contribution, int (*choose)(void *arg, uint64_t taken),
-                          void *arg, int *waits);
+                          void *arg);
 /* Marks this rank waiting (flush, free: in every round until it returns). */
 void pc_nr_set_waiting(pc_node_rounds_t *s);
 void pc_nr_clear_waiting(pc_node_rounds_t *s);

@@ -416,28 +416,28 @@ static void wait_node(pcoll_partial_t *p, wait_target_t *w)
     pc_nr_set_want(p->shm, 0);
 }
 
-/* Which step follows step 1 (node-shared rounds): called while no round
- * can take this rank's part; `taken` is the round that will. */
-static int choose_step(pcoll_partial_t *p, uint64_t taken)
-{
-    pthread_mutex_lock(&p->lock);
-    int results = p->dmeta.rounds > 0;
-    pthread_mutex_unlock(&p->lock);
-    uint64_t completed = atomic_load(&p->rounds_completed);
-    if (results || pc_nr_done(p->shm) > completed) return 2; /* results are waiting */
-    if (taken > completed) return 3; /* rounds that took pending before step 1 */
-    return 4;                        /* the application waits for `taken` */
-}
-
 typedef struct step_choice {
     pcoll_partial_t *p;
     int step;
 } step_choice_t;
 
+/* Which step follows step 1 (node-shared rounds): called while no round
+ * can take this rank's part; `taken` is the round that will.  Nonzero:
+ * step 4, the application waits for that round. */
 static int choose(void *arg, uint64_t taken)
 {
     step_choice_t *c = arg;
-    c->step = choose_step(c->p, taken);
+    pcoll_partial_t *p = c->p;
+    pthread_mutex_lock(&p->lock);
+    int results = p->dmeta.rounds > 0;
+    pthread_mutex_unlock(&p->lock);
+    uint64_t completed = atomic_load(&p->rounds_completed);
+    if (results || pc_nr_done(p->shm) > completed)
+        c->step = 2; /* results are waiting */
+    else if (taken > completed)
+        c->step = 3; /* rounds that took pending before step 1 */
+    else
+        c->step = 4; /* the application waits for `taken` */
     return c->step == 4;
 }
 
@@ -448,8 +448,7 @@ static int allreduce_node(pcoll_partial_t *p, const void *contribution, void *ou
     pc_node_rounds_t *s = p->shm;
     pthread_mutex_unlock(&p->lock);
     step_choice_t c = {p, 0};
-    int waits;
-    uint64_t taken = pc_nr_contribute(s, contribution, choose, &c, &waits);
+    uint64_t taken = pc_nr_contribute(s, contribution, choose, &c);
     pc_nr_help(s); /* a round may have skipped our part while we added */
     wait_target_t w = {p, 0, 0};
     if (c.step == 2) {
@@ -473,7 +472,7 @@ static int allreduce_node(pcoll_partial_t *p, const void *contribution, void *ou
             }
         }
         wait_node(p, &w);
-        if (waits) pc_nr_clear_waiting(s);
+        if (c.step == 4) pc_nr_clear_waiting(s);
     }
     pthread_mutex_lock(&p->lock);
     /* the round that took this call's contribution delivered it here */

@@ -268,7 +268,7 @@ int pc_round_poll(pc_engine_t *e, void *arg)
         finish_round(p, c, root, flags, parked, buf);
         did++;
     }
-    if (!p->finishing && pc_nr_activated(p->shm) > pc_nr_done(p->shm)) did += pc_nr_help(p->shm);
+    if (!p->finishing) did += pc_nr_help(p->shm); /* returns at once unless a round runs */
     return did;
 }
 
