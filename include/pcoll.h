@@ -49,11 +49,16 @@ typedef enum pcoll_status {
     PCOLL_ERR_THREAD_LEVEL = -7, /* MPI does not provide MPI_THREAD_MULTIPLE  */
     PCOLL_ERR_MPI = -8,          /* an MPI call failed                        */
     PCOLL_ERR_NOMEM = -9,        /* out of memory                             */
-    PCOLL_ERR_CONFIG = -10,      /* a PCOLL_* environment variable is invalid */
+    PCOLL_ERR_CONFIG = -10,      /* a PCOLL_* environment variable is invalid,
+                                    or differs between ranks where it must
+                                    agree                                     */
     PCOLL_ERR_STATE = -11,       /* object in the wrong state (e.g. in use by
                                     another thread, finalized)                */
     PCOLL_ERR_LIMIT = -12,       /* a resource is exhausted (e.g. tag space)  */
-    PCOLL_ERR_INTERNAL = -13     /* a bug in pcoll: please report it          */
+    PCOLL_ERR_INTERNAL = -13,    /* a bug in pcoll: please report it          */
+    PCOLL_ERR_TIMEOUT = -14      /* a blocking call waited PCOLL_TIMEOUT_S;
+                                    pcoll_last_error() names the operation and
+                                    the ranks it was still waiting for        */
 } pcoll_status_t;
 
 /* Short description of a status code (never NULL). */
@@ -143,6 +148,27 @@ typedef struct pcoll_progress_policy {
 PCOLL_API int pcoll_get_progress_policy(const pcoll_t *ctx, pcoll_progress_policy_t *policy);
 PCOLL_API int pcoll_set_progress_policy(pcoll_t *ctx, const pcoll_progress_policy_t *policy);
 
+/*
+ * Stalls and timeouts of blocking calls (pcoll_allreduce, pcoll_wait, the
+ * partial calls that wait, pcoll_allreduce_init).  A call that has waited
+ * stall_warn_s seconds prints one warning naming the operation and the ranks
+ * it is still waiting for (0: never warn); one that has waited timeout_s
+ * fails with PCOLL_ERR_TIMEOUT and the same names in pcoll_last_error()
+ * (0: wait forever).  Finding the names takes up to a second more.  Initial
+ * values: PCOLL_STALL_WARN_S (default 60) and PCOLL_TIMEOUT_S (default 0).
+ *
+ * What a timeout leaves behind: an allreduce that timed out is abandoned (its
+ * receives are cancelled; its buffers may still be read by sends MPI has
+ * not finished) and the ranks are out of step on its group: later
+ * operations on that group (on all ranks, for group NULL) fail with
+ * PCOLL_ERR_STATE at this rank.  A partial call that timed out leaves the
+ * object usable: its contribution stays pending and the rank counts as
+ * arrived until its next call; a timed-out flush or free is resumed by
+ * calling it again.
+ */
+PCOLL_API int pcoll_set_timeouts(pcoll_t *ctx, double stall_warn_s, double timeout_s);
+PCOLL_API int pcoll_get_timeouts(const pcoll_t *ctx, double *stall_warn_s, double *timeout_s);
+
 /* ---- synchronous allreduce on any group ---------------------------------- */
 
 typedef enum pcoll_allreduce_algo {
@@ -178,7 +204,10 @@ PCOLL_API const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo);
  * communicator (group == NULL: all ranks in rank order, group_size ignored).
  * Every member calls with the same list, count, type and op; operations on
  * one group must be started in the same order at every member.  Operations
- * on different groups may be in flight at once in any order.
+ * on different groups may be in flight at once in any order, and any number
+ * of them (an operation on a group list exchanges a small handshake with the
+ * members it talks to first, which is how its messages are told apart from
+ * every other operation's: see docs/design.md, operation identity).
  */
 PCOLL_API int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
                     pcoll_dtype_t dtype, pcoll_op_t op, const int *group, int group_size);
@@ -194,6 +223,25 @@ PCOLL_API int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf,
  * The status returned is the operation's. */
 PCOLL_API int pcoll_test(pcoll_request_t **req, int *flag);
 PCOLL_API int pcoll_wait(pcoll_request_t **req);
+
+/*
+ * Persistent allreduce plans (as MPI-4's persistent collectives): the
+ * schedule and the operation's identity are set up once, by a call that is
+ * collective over the group's members (the same arguments everywhere, or
+ * every member fails with PCOLL_ERR_ARG naming the difference); each
+ * pcoll_start runs the same allreduce of the same buffers again and
+ * allocates nothing.  *req (complete it with pcoll_wait or pcoll_test)
+ * belongs to the plan: it is not freed when it completes, and the next start
+ * may come once it has.  Plans and operations on one group are started in
+ * the same order at every member.
+ */
+typedef struct pcoll_plan pcoll_plan_t;
+PCOLL_API int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                                   pcoll_dtype_t dtype, pcoll_op_t op, const int *group, int group_size,
+                                   pcoll_plan_t **plan);
+PCOLL_API int pcoll_start(pcoll_plan_t *plan, pcoll_request_t **req);
+/* Local: the last start must have completed.  Sets *plan to NULL. */
+PCOLL_API int pcoll_plan_free(pcoll_plan_t **plan);
 
 /* ---- partial allreduce (eager-SGD) --------------------------------------- */
 

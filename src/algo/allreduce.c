@@ -76,7 +76,7 @@ int pc_fold_pre(pc_sched_t *s, const pc_allreduce_spec_t *sp, const pc_fold_t *f
 {
     size_t bytes = sp->count * pcoll_dtype_size(sp->dtype);
     if (f->partner < 0) return -1;
-    int peer = pc_rank_of(sp, f->partner);
+    int peer = f->partner;
     if (f->extra) return pc_sched_send(s, *cur, bytes, peer, tagstep);
     int tmp = pc_sched_scratch(s, bytes);
     int rcv = pc_sched_recv(s, pc_ref((uint32_t)tmp, 0), bytes, peer, tagstep);
@@ -90,7 +90,7 @@ int pc_fold_post(pc_sched_t *s, const pc_allreduce_spec_t *sp, const pc_fold_t *
 {
     size_t bytes = sp->count * pcoll_dtype_size(sp->dtype);
     if (f->partner < 0) return after;
-    int peer = pc_rank_of(sp, f->partner);
+    int peer = f->partner;
     int step = f->extra ? pc_sched_recv(s, pc_ref(PC_SLOT_OUT, 0), bytes, peer, tagstep)
                         : pc_sched_send(s, pc_ref(PC_SLOT_OUT, 0), bytes, peer, tagstep);
     /* an extra rank working in place must not overwrite its data before it left */

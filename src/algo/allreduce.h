@@ -7,10 +7,11 @@
 #include "../engine/sched.h"
 #include "pcoll.h"
 
+/* Schedules address peers by group index (engine/sched.h): the group map
+ * that turns indices into ranks is bound when a schedule runs. */
 typedef struct pc_allreduce_spec {
     int n;            /* group size                                       */
-    const int *ranks; /* group map: index -> rank in the engine's comm     */
-    int me;           /* the caller's index in the map                     */
+    int me;           /* the caller's index in the group                   */
     size_t count;
     pcoll_dtype_t dtype;
     pcoll_op_t op;
@@ -62,8 +63,5 @@ int pc_fold_post(pc_sched_t *s, const pc_allreduce_spec_t *sp, const pc_fold_t *
 
 /* For AVG, divides OUT by n after `after`; returns the new last step. */
 int pc_finish_avg(pc_sched_t *s, const pc_allreduce_spec_t *sp, int after);
-
-/* Rank of group index i in the engine's communicator. */
-static inline int pc_rank_of(const pc_allreduce_spec_t *sp, int i) { return sp->ranks[i]; }
 
 #endif

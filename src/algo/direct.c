@@ -34,12 +34,12 @@ void pc_build_direct(pc_sched_t *s, const pc_allreduce_spec_t *sp)
     int join_sends = pc_sched_nop(s);
     for (int k = 1; k < n; k++) { /* post receives first, then send, both starting after our neighbour */
         int from = (me - k + n) % n;
-        rcv[from] = pc_sched_recv(s, pc_ref(all, (size_t)from * bytes), bytes, pc_rank_of(sp, from), 0);
+        rcv[from] = pc_sched_recv(s, pc_ref(all, (size_t)from * bytes), bytes, from, 0);
     }
     rcv[me] = own;
     for (int k = 1; k < n; k++) {
         int to = (me + k) % n;
-        int snd = pc_sched_send(s, pc_ref(all, (size_t)me * bytes), bytes, pc_rank_of(sp, to), 0);
+        int snd = pc_sched_send(s, pc_ref(all, (size_t)me * bytes), bytes, to, 0);
         pc_sched_dep(s, own, snd);
         pc_sched_dep(s, snd, join_sends);
     }

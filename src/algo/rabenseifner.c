@@ -69,7 +69,7 @@ void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp)
 
     for (int i = 0; i < k; i++) {
         int x = i % 2;
-        int peer = pc_rank_of(sp, pc_fold_index(&f, f.v ^ (f.p >> (i + 1))));
+        int peer = pc_fold_index(&f, f.v ^ (f.p >> (i + 1)));
         size_t ss = sent[i].hi - sent[i].lo, ks = keep[i].hi - keep[i].lo;
         sent_step[i] = -1;
         if (ss) {
@@ -93,7 +93,7 @@ void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp)
     int nag = 0, prev = last;
     for (int j = 0; j < k; j++) {
         int i = k - 1 - j;
-        int peer = pc_rank_of(sp, pc_fold_index(&f, f.v ^ (1 << j)));
+        int peer = pc_fold_index(&f, f.v ^ (1 << j));
         size_t mine = hi - lo, theirs = sent[i].hi - sent[i].lo;
         int snd = -1, rcv = -1;
         if (mine) {

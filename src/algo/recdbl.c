@@ -47,7 +47,7 @@ void pc_build_recdbl(pc_sched_t *s, const pc_allreduce_spec_t *sp)
         int x = j % 2;
         if (tmp[x] < 0) tmp[x] = pc_sched_scratch(s, bytes);
         pc_ref_t dst = (f.k - 1 - j) % 2 == 0 ? out : acc;
-        int peer = pc_rank_of(sp, pc_fold_index(&f, f.v ^ (1 << j)));
+        int peer = pc_fold_index(&f, f.v ^ (1 << j));
         int snd = pc_sched_send(s, cur, bytes, peer, 1 + j);
         int rcv = pc_sched_recv(s, pc_ref((uint32_t)tmp[x], 0), bytes, peer, 1 + j);
         int red = pc_sched_reduce(s, dst, cur, pc_ref((uint32_t)tmp[x], 0), sp->count, sp->dtype);

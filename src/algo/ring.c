@@ -36,7 +36,7 @@ void pc_build_ring(pc_sched_t *s, const pc_allreduce_spec_t *sp)
 {
     int n = sp->n, me = sp->me;
     size_t es = pcoll_dtype_size(sp->dtype), count = sp->count;
-    int right = pc_rank_of(sp, mod(me + 1, n)), left = pc_rank_of(sp, mod(me - 1, n));
+    int right = mod(me + 1, n), left = mod(me - 1, n);
     pc_ref_t cur = sp->inplace ? pc_ref(PC_SLOT_OUT, 0) : pc_ref(PC_SLOT_IN, 0);
     int *rs_send = calloc((size_t)n, sizeof *rs_send);
     int *ends = calloc(2 * (size_t)n + 1, sizeof *ends);

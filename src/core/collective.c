@@ -1,16 +1,20 @@
 /*
- * Public synchronous allreduce: argument checks, the group's channel and
- * sequence number, a cache of built schedules, and requests.
+ * Public synchronous allreduce: argument checks, the operation's identity
+ * (op.h), a cache of built schedules, requests.
  *
- *   app thread                                token holder (progress.h)
- *   pcoll_iallreduce: check, seq = g->next_seq++,
- *     schedule from cache or built  --post-->  start_op: wait for the seq
- *                                              slot, run the schedule
- *   pcoll_wait: until done        <--notify--  op_done: free the slot,
- *     return schedule to the cache             start the ops that waited
+ *   app thread                                 token holder (progress.h)
+ *   pcoll_iallreduce: check, identity (world: seq = next_seq++; group:
+ *     its record and a receive id), schedule
+ *     from the cache or built      --post-->   start: world slot / HELLOs,
+ *                                              run the schedule
+ *   pcoll_wait: until done         <--notify-- done: identity released
+ *     (stall report, timeout)
+ *     schedule back to the cache, request recycled
  *
  * A blocking pcoll_allreduce posts quietly and then, in pcoll_wait's place,
  * normally takes the token and runs the operation on its own thread.
+ * Schedules are cached by shape (group size, own index, count, type, op,
+ * algorithm, in place), not by group: one serves every group of that shape.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -19,147 +23,133 @@
 
 #include "../algo/allreduce.h"
 #include "../engine/reduce.h"
-#include "context.h"
-#include "error.h"
+#include "../util/error.h"
+#include "../util/log.h"
+#include "op.h"
+#include "stall.h"
 
 /* Built schedules are kept for reuse while they fit in these bounds. */
 #define PC_CACHE_ENTRIES 32
 #define PC_CACHE_SCRATCH_BYTES ((size_t)512 << 20)
 
-typedef struct pc_cache_key {
-    pc_group_t *group;
-    size_t count;
-    pcoll_dtype_t dtype;
-    pcoll_op_t op;
-    pcoll_allreduce_algo_t algo;
-    int inplace;
-} pc_cache_key_t;
-
 struct pc_cache_entry {
-    pc_cache_key_t key;
-    pc_sched_t *sched;
+    pc_op_args_t key;
+    pc_built_t b;
     uint64_t used;
 };
 
-struct pcoll_request {
-    pcoll_t *ctx;
-    pc_group_t *group;
-    uint64_t seq;
-    pc_cache_key_t key;
-    pc_sched_t *sched;
-    int status;
-    atomic_int done;
-    pcoll_request_t *next_waiting;
-};
-
-static int same_key(const pc_cache_key_t *a, const pc_cache_key_t *b)
+static int same_key(const pc_op_args_t *a, const pc_op_args_t *b)
 {
-    return a->group == b->group && a->count == b->count && a->dtype == b->dtype && a->op == b->op &&
+    return a->n == b->n && a->me == b->me && a->count == b->count && a->dtype == b->dtype && a->op == b->op &&
            a->algo == b->algo && a->inplace == b->inplace;
 }
 
-/* Takes a cached schedule for key (ctx->lock held), or returns NULL. */
-static pc_sched_t *cache_take(pcoll_t *ctx, const pc_cache_key_t *key)
+/* Takes a cached schedule for key (ctx->lock held): 1 and *out, or 0. */
+static int cache_take(pcoll_t *ctx, const pc_op_args_t *key, pc_built_t *out)
 {
     for (int i = 0; i < ctx->ncache; i++)
         if (same_key(&ctx->cache[i].key, key)) {
-            pc_sched_t *s = ctx->cache[i].sched;
+            *out = ctx->cache[i].b;
             ctx->cache[i] = ctx->cache[--ctx->ncache];
-            return s;
+            return 1;
         }
-    return NULL;
+    return 0;
 }
 
 /* Returns a schedule to the cache, evicting the least recently used ones. */
-static void cache_put(pcoll_t *ctx, const pc_cache_key_t *key, pc_sched_t *s)
+static void cache_put(pcoll_t *ctx, const pc_op_args_t *key, pc_built_t *b)
 {
-    pc_sched_t *evicted[PC_CACHE_ENTRIES + 1];
+    pc_built_t evicted[PC_CACHE_ENTRIES + 1];
     int nev = 0;
     pthread_mutex_lock(&ctx->lock);
     if (!ctx->cache) ctx->cache = calloc(PC_CACHE_ENTRIES, sizeof *ctx->cache);
     if (!ctx->cache) {
         pthread_mutex_unlock(&ctx->lock);
-        pc_sched_free(s);
+        pc_built_free(b);
         return;
     }
-    size_t total = pc_sched_scratch_bytes(s);
-    for (int i = 0; i < ctx->ncache; i++) total += pc_sched_scratch_bytes(ctx->cache[i].sched);
+    size_t total = pc_sched_scratch_bytes(b->sched);
+    for (int i = 0; i < ctx->ncache; i++) total += pc_sched_scratch_bytes(ctx->cache[i].b.sched);
     while (ctx->ncache > 0 && (ctx->ncache >= PC_CACHE_ENTRIES || total > PC_CACHE_SCRATCH_BYTES)) {
         int lru = 0;
         for (int i = 1; i < ctx->ncache; i++)
             if (ctx->cache[i].used < ctx->cache[lru].used) lru = i;
-        total -= pc_sched_scratch_bytes(ctx->cache[lru].sched);
-        evicted[nev++] = ctx->cache[lru].sched;
+        total -= pc_sched_scratch_bytes(ctx->cache[lru].b.sched);
+        evicted[nev++] = ctx->cache[lru].b;
         ctx->cache[lru] = ctx->cache[--ctx->ncache];
     }
     if (total <= PC_CACHE_SCRATCH_BYTES) {
         ctx->cache[ctx->ncache].key = *key;
-        ctx->cache[ctx->ncache].sched = s;
+        ctx->cache[ctx->ncache].b = *b;
         ctx->cache[ctx->ncache].used = ++ctx->cache_clock;
         ctx->ncache++;
     } else {
-        evicted[nev++] = s;
+        evicted[nev++] = *b;
     }
     pthread_mutex_unlock(&ctx->lock);
-    for (int i = 0; i < nev; i++) pc_sched_free(evicted[i]);
+    memset(b, 0, sizeof *b);
+    for (int i = 0; i < nev; i++) pc_built_free(&evicted[i]);
 }
 
 void pc_cache_clear(pcoll_t *ctx)
 {
-    for (int i = 0; i < ctx->ncache; i++) pc_sched_free(ctx->cache[i].sched);
+    for (int i = 0; i < ctx->ncache; i++) pc_built_free(&ctx->cache[i].b);
     free(ctx->cache);
     ctx->cache = NULL;
     ctx->ncache = 0;
 }
 
-/* ---- token holder ---- */
+/* ---- request memory: recycled, so a blocking call allocates nothing ---- */
 
-static void start_op(pc_engine_t *e, void *arg);
-
-static void op_done(pc_sched_t *s, int status, void *arg)
+static pcoll_request_t *req_alloc(pcoll_t *ctx)
 {
-    (void)s;
-    pcoll_request_t *req = arg;
-    pcoll_t *ctx = req->ctx;
-    pc_group_t *g = req->group;
-    if (g->busy) g->busy[req->seq % ctx->tags.seq_mod] = 0;
-    req->status = status;
-    atomic_store(&req->done, 1);
-    atomic_fetch_sub(&ctx->inflight, 1);
-    pc_engine_notify(ctx->engine);
-    /* req may be gone now; start the operations that waited for their slot */
-    while (g->wait_head && !g->busy[g->wait_head->seq % ctx->tags.seq_mod]) {
-        pcoll_request_t *next = g->wait_head;
-        g->wait_head = next->next_waiting;
-        if (!g->wait_head) g->wait_tail = NULL;
-        start_op(ctx->engine, next);
-    }
+    pthread_mutex_lock(&ctx->lock);
+    pcoll_request_t *req = ctx->free_requests;
+    if (req) ctx->free_requests = req->next;
+    pthread_mutex_unlock(&ctx->lock);
+    if (!req && !(req = malloc(sizeof *req))) return NULL;
+    memset(req, 0, sizeof *req);
+    req->ctx = ctx;
+    pc_fault_clear(&req->fault);
+    return req;
 }
 
-static void start_op(pc_engine_t *e, void *arg)
+static void req_recycle(pcoll_request_t *req)
 {
-    pcoll_request_t *req = arg;
     pcoll_t *ctx = req->ctx;
-    pc_group_t *g = req->group;
-    uint32_t slot = (uint32_t)(req->seq % ctx->tags.seq_mod);
-    if (!g->busy && !(g->busy = calloc(ctx->tags.seq_mod, 1))) {
-        op_done(req->sched, PCOLL_ERR_NOMEM, req);
-        return;
+    free(req->send_bases);
+    req->send_bases = NULL;
+    pthread_mutex_lock(&ctx->lock);
+    req->next = ctx->free_requests;
+    ctx->free_requests = req;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+void pc_op_zombie(pcoll_request_t *req)
+{
+    pcoll_t *ctx = req->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    req->next = ctx->zombies;
+    ctx->zombies = req;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+void pc_requests_clear(pcoll_t *ctx)
+{
+    while (ctx->free_requests) {
+        pcoll_request_t *r = ctx->free_requests;
+        ctx->free_requests = r->next;
+        free(r);
     }
-    if (g->busy[slot] || g->wait_head) {
-        /* operation seq - seq_mod still runs here: same tag, so wait (tags.h) */
-        req->next_waiting = NULL;
-        if (g->wait_tail)
-            g->wait_tail->next_waiting = req;
-        else
-            g->wait_head = req;
-        g->wait_tail = req;
-        return;
+    while (ctx->zombies) {
+        pcoll_request_t *r = ctx->zombies;
+        ctx->zombies = r->next;
+        /* a schedule whose messages are still out (a send to a rank that
+         * never received it) is left alone: MPI may still read it */
+        if (r->b.sched && !pc_sched_running(r->b.sched)) pc_built_free(&r->b);
+        free(r->send_bases);
+        free(r);
     }
-    g->busy[slot] = 1;
-    pc_sched_on_done(req->sched, op_done, req);
-    int rc = pc_engine_run(e, req->sched, pc_tag_base(&ctx->tags, g->channel, req->seq));
-    if (rc != PCOLL_SUCCESS) op_done(req->sched, rc, req);
 }
 
 /* ---- application thread ---- */
@@ -184,87 +174,123 @@ static int check_args(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
     return PCOLL_SUCCESS;
 }
 
-/* Prepares req (everything but posting it). */
-static int prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
-                   pcoll_op_t op, const int *group, int group_size, pcoll_request_t *req, const char *fn)
+int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
+                  const int *group, int group_size, int plan, const char *fn, pcoll_request_t *req)
 {
     int rc = check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
     if (rc != PCOLL_SUCCESS) return rc;
-    int inplace = sendbuf == PCOLL_IN_PLACE || sendbuf == recvbuf;
-    pc_group_t *g;
+    int world = group == NULL && !plan;
+    pc_op_args_t a = {ctx->size, ctx->rank, count, dtype, op, PCOLL_ALGO_AUTO,
+                      sendbuf == PCOLL_IN_PLACE || sendbuf == recvbuf};
+    pc_group_t *g = NULL;
     pthread_mutex_lock(&ctx->lock);
-    rc = pc_groups_lookup(&ctx->groups, &ctx->tags, ctx->size, ctx->rank, group, group_size, fn, &g);
+    if (!world) {
+        rc = pc_groups_get(&ctx->groups, group, group_size, fn, &g);
+        if (rc == PCOLL_SUCCESS && g->broken) {
+            pc_groups_put(&ctx->groups, g);
+            rc = pc_error(PCOLL_ERR_STATE, fn,
+                          "an earlier operation on this group timed out at this rank: its members are out of step");
+        }
+        if (rc != PCOLL_SUCCESS) {
+            pthread_mutex_unlock(&ctx->lock);
+            return rc;
+        }
+        a.n = g->n;
+        a.me = g->me;
+    }
+    a.algo = pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
+                                 atomic_load(&ctx->small_bytes), count * pcoll_dtype_size(dtype), a.n);
+    pc_built_t b;
+    int cached = !plan && cache_take(ctx, &a, &b);
+    pthread_mutex_unlock(&ctx->lock);
+    if (!cached && (rc = pc_built_make(&a, &b)) != PCOLL_SUCCESS) {
+        if (g) {
+            pthread_mutex_lock(&ctx->lock);
+            pc_groups_put(&ctx->groups, g);
+            pthread_mutex_unlock(&ctx->lock);
+        }
+        return pc_error(rc, fn, "cannot build the %s schedule", pcoll_allreduce_algo_name(a.algo));
+    }
+    int *bases = NULL;
+    if (!world && !(bases = malloc(sizeof(int) * (size_t)a.n))) rc = PCOLL_ERR_NOMEM;
+    for (int i = 0; bases && i < a.n; i++) bases[i] = -1;
+    pthread_mutex_lock(&ctx->lock);
     if (rc != PCOLL_SUCCESS) {
-        pthread_mutex_unlock(&ctx->lock);
+        rc = pc_error(rc, fn, "no memory for the operation");
+    } else if (world) {
+        if (ctx->world.next_seq >= ctx->world.broken_seq)
+            rc = pc_error(PCOLL_ERR_STATE, fn,
+                          "an earlier operation on all ranks timed out at this rank: the ranks are out of step");
+        else
+            req->seq = ctx->world.next_seq++;
+    } else if (pc_idpool_get(&ctx->ids, &req->my_id) != 0) {
+        rc = pc_error(PCOLL_ERR_LIMIT, fn,
+                      "%u group operations and plans are in flight or alive at this rank: complete some first",
+                      pc_idpool_in_use(&ctx->ids));
+    } else if (!plan) {
+        g->active++;
+    }
+    if (rc != PCOLL_SUCCESS && g) pc_groups_put(&ctx->groups, g);
+    pthread_mutex_unlock(&ctx->lock);
+    if (rc != PCOLL_SUCCESS) {
+        free(bases);
+        if (cached || !plan)
+            cache_put(ctx, &a, &b);
+        else
+            pc_built_free(&b);
         return rc;
     }
-    size_t bytes = count * pcoll_dtype_size(dtype);
-    pc_cache_key_t key = {g, count, dtype, op,
-                          pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo),
-                                              atomic_load(&ctx->direct_bytes), atomic_load(&ctx->small_bytes), bytes,
-                                              g->n),
-                          inplace};
-    pc_sched_t *s = cache_take(ctx, &key);
-    req->seq = g->next_seq++;
-    pthread_mutex_unlock(&ctx->lock);
-    if (!s) {
-        pc_allreduce_spec_t spec = {g->n, g->ranks, g->me, count, dtype, op, inplace};
-        rc = pc_allreduce_build(&spec, key.algo, &s);
-        if (rc != PCOLL_SUCCESS) {
-            /* the sequence number is spent: later operations on this group
-             * would be out of step with the other members */
-            return pc_error(rc, fn, "cannot build the %s schedule; group operations are now out of step",
-                            pcoll_allreduce_algo_name(key.algo));
-        }
-    }
-    pc_sched_bind(s, PC_SLOT_IN, inplace ? NULL : (void *)sendbuf);
-    pc_sched_bind(s, PC_SLOT_OUT, recvbuf);
-    req->ctx = ctx;
+    pc_sched_bind(b.sched, PC_SLOT_IN, a.inplace ? NULL : (void *)sendbuf);
+    pc_sched_bind(b.sched, PC_SLOT_OUT, recvbuf);
+    req->kind = world ? PC_OP_WORLD : plan ? PC_OP_PLAN_INIT : PC_OP_GROUP;
+    req->fn = fn;
+    req->args = a;
+    req->b = b;
     req->group = g;
-    req->key = key;
-    req->sched = s;
-    req->status = PCOLL_SUCCESS;
+    req->send_bases = bases;
     atomic_init(&req->done, 0);
-    req->next_waiting = NULL;
+    pc_fault_clear(&req->fault);
     return PCOLL_SUCCESS;
-}
-
-/* waits: the caller calls pc_engine_wait next (no ring needed) */
-static int post(pcoll_request_t *req, int waits)
-{
-    atomic_fetch_add(&req->ctx->inflight, 1);
-    int rc = waits ? pc_engine_post_quiet(req->ctx->engine, start_op, req)
-                   : pc_engine_post(req->ctx->engine, start_op, req);
-    if (rc != PCOLL_SUCCESS) atomic_fetch_sub(&req->ctx->inflight, 1);
-    return rc;
 }
 
 static int is_done(void *arg) { return atomic_load(&((pcoll_request_t *)arg)->done); }
 
-/* After completion: recycle the schedule, return the status. */
-static int finish(pcoll_request_t *req)
+int pc_op_wait(pcoll_request_t *req, const char *fn)
 {
-    int status = req->status;
-    cache_put(req->ctx, &req->key, req->sched);
-    req->sched = NULL;
+    pc_wait_t w = {fn, is_done, req, pc_op_describe, req, 0, 0};
+    int rc = pc_block(req->ctx, &w);
+    if (rc == PCOLL_ERR_TIMEOUT && !pc_op_abandon(req)) rc = PCOLL_SUCCESS; /* it completed just then */
+    return rc;
+}
+
+/* After completion: the status (raised under fn's name), the schedule back
+ * to the cache, the request recycled.  After a timeout: kept. */
+static int finish(pcoll_request_t *req, int waited, const char *fn)
+{
+    if (waited == PCOLL_ERR_TIMEOUT) {
+        pc_op_zombie(req);
+        return waited;
+    }
+    int status = pc_fault_raise(&req->fault, fn);
+    cache_put(req->ctx, &req->args, &req->b);
+    req_recycle(req);
     return status;
 }
 
 int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                     pcoll_op_t op, const int *group, int group_size)
 {
-    pcoll_request_t req;
-    memset(&req, 0, sizeof req);
-    int rc = prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, &req, __func__);
+    int rc = pc_ctx_check(ctx, __func__);
     if (rc != PCOLL_SUCCESS) return rc;
-    if ((rc = post(&req, 1)) != PCOLL_SUCCESS) {
-        pc_sched_free(req.sched);
-        return PC_ERR(rc, "cannot queue the operation");
+    pcoll_request_t *req = req_alloc(ctx);
+    if (!req) return PC_ERR(PCOLL_ERR_NOMEM, "no memory for a request");
+    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, __func__, req);
+    if (rc != PCOLL_SUCCESS) {
+        req_recycle(req);
+        return rc;
     }
-    pc_ctx_park(ctx, NULL, 1);
-    pc_engine_wait(ctx->engine, is_done, &req); /* runs the operation itself */
-    pc_ctx_park(ctx, NULL, 0);
-    return finish(&req);
+    pc_op_post(req, 1);
+    return finish(req, pc_op_wait(req, __func__), __func__); /* normally runs the operation itself */
 }
 
 int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
@@ -272,18 +298,16 @@ int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
 {
     if (!out) return PC_ERR(PCOLL_ERR_NULL, "req (the output request pointer) is NULL");
     *out = NULL;
-    pcoll_request_t *req = calloc(1, sizeof *req);
+    int rc = pc_ctx_check(ctx, __func__);
+    if (rc != PCOLL_SUCCESS) return rc;
+    pcoll_request_t *req = req_alloc(ctx);
     if (!req) return PC_ERR(PCOLL_ERR_NOMEM, "no memory for a request");
-    int rc = prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, req, __func__);
+    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, __func__, req);
     if (rc != PCOLL_SUCCESS) {
-        free(req);
+        req_recycle(req);
         return rc;
     }
-    if ((rc = post(req, 0)) != PCOLL_SUCCESS) {
-        pc_sched_free(req->sched);
-        free(req);
-        return PC_ERR(rc, "cannot queue the operation");
-    }
+    pc_op_post(req, 0);
     pthread_mutex_lock(&ctx->lock);
     ctx->live_requests++;
     pthread_mutex_unlock(&ctx->lock);
@@ -291,17 +315,20 @@ int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
     return PCOLL_SUCCESS;
 }
 
-static int release(pcoll_request_t **preq)
+/* A completed (or given up) request leaves the application's hands. */
+static int release(pcoll_request_t **preq, int waited, const char *fn)
 {
     pcoll_request_t *req = *preq;
+    *preq = NULL;
+    if (req->persistent) { /* a plan's: the plan keeps it */
+        if (waited == PCOLL_ERR_TIMEOUT) return waited;
+        return pc_fault_raise(&req->fault, fn);
+    }
     pcoll_t *ctx = req->ctx;
-    int status = finish(req);
     pthread_mutex_lock(&ctx->lock);
     ctx->live_requests--;
     pthread_mutex_unlock(&ctx->lock);
-    free(req);
-    *preq = NULL;
-    return status;
+    return finish(req, waited, fn);
 }
 
 int pcoll_test(pcoll_request_t **preq, int *flag)
@@ -312,20 +339,15 @@ int pcoll_test(pcoll_request_t **preq, int *flag)
         return PCOLL_SUCCESS;
     }
     *flag = atomic_load(&(*preq)->done);
-    return *flag ? release(preq) : PCOLL_SUCCESS;
+    return *flag ? release(preq, PCOLL_SUCCESS, __func__) : PCOLL_SUCCESS;
 }
 
 int pcoll_wait(pcoll_request_t **preq)
 {
     if (!preq) return PC_ERR(PCOLL_ERR_NULL, "req is NULL");
     if (!*preq) return PCOLL_SUCCESS;
-    pcoll_request_t *req = *preq;
-    if (!is_done(req)) {
-        pc_ctx_park(req->ctx, NULL, 1);
-        pc_engine_wait(req->ctx->engine, is_done, req);
-        pc_ctx_park(req->ctx, NULL, 0);
-    }
-    return release(preq);
+    int waited = pc_op_wait(*preq, __func__);
+    return release(preq, waited, __func__);
 }
 
 pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size)

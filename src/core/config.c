@@ -1,11 +1,12 @@
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/error.h"
+#include "../util/log.h"
 #include "../util/parse.h"
-#include "error.h"
-#include "log.h"
 
 void pc_config_defaults(pc_config_t *cfg, int oversubscribed)
 {
@@ -13,6 +14,8 @@ void pc_config_defaults(pc_config_t *cfg, int oversubscribed)
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
     cfg->partial_shm_bytes = (size_t)4 << 20;
+    cfg->stall_warn_s = 60;
+    cfg->timeout_s = 0;
     /* with more threads than CPUs a spinning thread takes the CPU from the
      * very rank it waits for: block at once instead */
     cfg->policy.idle_spin_us = oversubscribed ? 0 : 50;
@@ -39,38 +42,98 @@ int pc_config_parse_algo(const char *text, pcoll_allreduce_algo_t *algo)
     return -1;
 }
 
-static int env_int(const char *name, long min, long max, int *out)
+/* ---- the variables ---- */
+
+typedef enum { V_LOG, V_ALGO, V_BYTES, V_INT, V_SECONDS } var_kind_t;
+
+typedef struct var {
+    const char *name;
+    var_kind_t kind;
+    int must_agree;
+    size_t off;           /* the field in pc_config_t */
+    long min, max;        /* V_INT, V_SECONDS */
+    const char *expected; /* what a valid value looks like */
+} var_t;
+
+#define FIELD(f) offsetof(pc_config_t, f)
+static const var_t vars[] = {
+    {"PCOLL_LOG_LEVEL", V_LOG, 0, 0, 0, 0, "none|error|warn|info|debug or 0-4"},
+    {"PCOLL_ALLREDUCE_ALGO", V_ALGO, 1, FIELD(algo), 0, 0, "auto|recdbl|rabenseifner|ring|direct"},
+    {"PCOLL_ALLREDUCE_DIRECT_BYTES", V_BYTES, 1, FIELD(direct_bytes), 0, 0, "a byte size (e.g. 4096, 4K)"},
+    {"PCOLL_ALLREDUCE_SMALL_BYTES", V_BYTES, 1, FIELD(small_bytes), 0, 0, "a byte size (e.g. 8192, 64K)"},
+    {"PCOLL_PARTIAL_SHM_BYTES", V_BYTES, 1, FIELD(partial_shm_bytes), 0, 0, "a byte size (e.g. 0, 256K)"},
+    {"PCOLL_STALL_WARN_S", V_SECONDS, 0, FIELD(stall_warn_s), 0, 1000000, "seconds, 0 (off) to 1000000"},
+    {"PCOLL_TIMEOUT_S", V_SECONDS, 0, FIELD(timeout_s), 0, 1000000, "seconds, 0 (never) to 1000000"},
+    {"PCOLL_SPIN_US", V_INT, 0, FIELD(policy.idle_spin_us), 0, 10000000, "a whole number in 0..10000000"},
+    {"PCOLL_WAIT_SPIN_US", V_INT, 0, FIELD(policy.wait_spin_us), 0, 10000000, "a whole number in 0..10000000"},
+    {"PCOLL_ACTIVE_SPIN_US", V_INT, 0, FIELD(policy.active_spin_us), 0, 10000000, "a whole number in 0..10000000"},
+    {"PCOLL_POLL_MAX_US", V_INT, 0, FIELD(policy.max_sleep_us), 1, 1000000, "a whole number in 1..1000000"},
+};
+#define NVARS ((int)(sizeof vars / sizeof vars[0]))
+
+int pc_config_nvars(void) { return NVARS; }
+const char *pc_config_var_name(int i) { return i >= 0 && i < NVARS ? vars[i].name : "?"; }
+int pc_config_var_must_agree(int i) { return i >= 0 && i < NVARS && vars[i].must_agree; }
+
+double pc_config_var_value(const pc_config_t *cfg, int i)
 {
-    const char *v = getenv(name);
-    if (!v) return PCOLL_SUCCESS;
-    long x;
-    if (pc_parse_long(v, min, max, &x) != 0)
-        return PC_ERR(PCOLL_ERR_CONFIG, "%s=\"%s\" is not a whole number in %ld..%ld", name, v, min, max);
-    *out = (int)x;
-    return PCOLL_SUCCESS;
+    const char *at = (const char *)cfg + vars[i].off;
+    switch (vars[i].kind) {
+    case V_ALGO: return (double)*(const pcoll_allreduce_algo_t *)at;
+    case V_BYTES: return (double)*(const size_t *)at;
+    case V_INT: return (double)*(const int *)at;
+    case V_SECONDS: return *(const double *)at;
+    default: return (double)pcoll_get_log_level();
+    }
 }
 
-int pc_config_from_env(pc_config_t *cfg)
+void pc_config_var_text(const pc_config_t *cfg, int i, char *buf, size_t len)
 {
-    const char *v;
-    int rc;
-    if ((v = getenv("PCOLL_LOG_LEVEL")) != NULL) {
-        int level = pc_log_parse_level(v);
-        if (level < 0)
-            return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_LOG_LEVEL=\"%s\" is not none|error|warn|info|debug or 0-4", v);
+    double v = pc_config_var_value(cfg, i);
+    if (vars[i].kind == V_ALGO)
+        snprintf(buf, len, "%s", pcoll_allreduce_algo_name((pcoll_allreduce_algo_t)(int)v));
+    else
+        snprintf(buf, len, "%.15g", v);
+}
+
+/* 0 and the value stored, or -1 when the text is malformed */
+static int parse(const var_t *var, const char *text, pc_config_t *cfg)
+{
+    char *at = (char *)cfg + var->off;
+    switch (var->kind) {
+    case V_LOG: {
+        int level = pc_log_parse_level(text);
+        if (level < 0) return -1;
         pcoll_set_log_level((pcoll_log_level_t)level);
+        return 0;
     }
-    if ((v = getenv("PCOLL_ALLREDUCE_ALGO")) != NULL && pc_config_parse_algo(v, &cfg->algo) != 0)
-        return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_ALLREDUCE_ALGO=\"%s\" is not auto|recdbl|rabenseifner|ring|direct", v);
-    if ((v = getenv("PCOLL_ALLREDUCE_SMALL_BYTES")) != NULL && pc_parse_bytes(v, &cfg->small_bytes) != 0)
-        return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_ALLREDUCE_SMALL_BYTES=\"%s\" is not a byte size (e.g. 8192, 64K)", v);
-    if ((v = getenv("PCOLL_PARTIAL_SHM_BYTES")) != NULL && pc_parse_bytes(v, &cfg->partial_shm_bytes) != 0)
-        return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_PARTIAL_SHM_BYTES=\"%s\" is not a byte size (e.g. 0, 256K)", v);
-    if ((v = getenv("PCOLL_ALLREDUCE_DIRECT_BYTES")) != NULL && pc_parse_bytes(v, &cfg->direct_bytes) != 0)
-        return PC_ERR(PCOLL_ERR_CONFIG, "PCOLL_ALLREDUCE_DIRECT_BYTES=\"%s\" is not a byte size (e.g. 4096, 4K)", v);
-    if ((rc = env_int("PCOLL_SPIN_US", 0, 10000000, &cfg->policy.idle_spin_us)) != PCOLL_SUCCESS) return rc;
-    if ((rc = env_int("PCOLL_WAIT_SPIN_US", 0, 10000000, &cfg->policy.wait_spin_us)) != PCOLL_SUCCESS) return rc;
-    if ((rc = env_int("PCOLL_ACTIVE_SPIN_US", 0, 10000000, &cfg->policy.active_spin_us)) != PCOLL_SUCCESS) return rc;
-    if ((rc = env_int("PCOLL_POLL_MAX_US", 1, 1000000, &cfg->policy.max_sleep_us)) != PCOLL_SUCCESS) return rc;
+    case V_ALGO: return pc_config_parse_algo(text, (pcoll_allreduce_algo_t *)at);
+    case V_BYTES: return pc_parse_bytes(text, (size_t *)at);
+    case V_INT: {
+        long x;
+        if (pc_parse_long(text, var->min, var->max, &x) != 0) return -1;
+        *(int *)at = (int)x;
+        return 0;
+    }
+    case V_SECONDS: {
+        double x;
+        if (pc_parse_double(text, &x) != 0 || x < (double)var->min || x > (double)var->max) return -1;
+        *(double *)at = x;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+int pc_config_from_env(pc_config_t *cfg, const char *fn, int *bad)
+{
+    *bad = -1;
+    for (int i = 0; i < NVARS; i++) {
+        const char *v = getenv(vars[i].name);
+        if (v && parse(&vars[i], v, cfg) != 0) {
+            *bad = i;
+            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s", vars[i].name, v, vars[i].expected);
+        }
+    }
     return PCOLL_SUCCESS;
 }

@@ -9,10 +9,32 @@
 #include "../engine/tags.h"
 #include "config.h"
 #include "groupmap.h"
+#include "idpool.h"
 #include "pcoll.h"
 
 typedef struct pc_cache_entry pc_cache_entry_t;
-typedef struct pc_partial_link pc_partial_link_t;
+typedef struct pc_object_link pc_object_link_t;
+typedef struct pc_service pc_service_t;
+typedef struct pc_stall_probe pc_stall_probe_t;
+typedef struct pc_stall_state pc_stall_state_t;
+
+/* Operations on the whole communicator, channel 0 (engine/tags.h). */
+typedef struct pc_world_ops {
+    uint64_t next_seq;        /* next operation number (application, lock) */
+    uint64_t broken_seq;      /* (lock) operations >= this fail: one timed out
+                                 (UINT64_MAX: none) */
+    unsigned char *busy;      /* holder: seq_mod slots, operation in flight */
+    pcoll_request_t *wait_head, *wait_tail; /* holder: waiting for a slot */
+} pc_world_ops_t;
+
+/*
+ * Blocking calls and persistent objects.  A rank blocked in a pcoll call
+ * counts as arrived for the rounds of partial objects that wait for other
+ * ranks (partial/park.c): the core tells the hook when a blocking call
+ * begins (delta 1) and ends (-1), naming the object the call is about (its
+ * id and channel, 0 for none), only while some live object wants to know.
+ */
+typedef void (*pc_block_hook_t)(pcoll_t *ctx, void *arg, int delta, uint64_t object, uint32_t channel);
 
 struct pcoll_ctx {
     MPI_Comm comm; /* private duplicate of the user's communicator */
@@ -22,52 +44,65 @@ struct pcoll_ctx {
     atomic_int algo;
     _Atomic size_t direct_bytes, small_bytes;
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
+    _Atomic double stall_warn_s, timeout_s;
     pc_tags_t tags;
     pc_engine_t *engine;
+    pc_service_t *service;
 
-    pthread_mutex_t lock; /* guards everything below */
+    pthread_mutex_t lock; /* guards everything below but the holder-only fields */
     pc_group_registry_t groups;
+    pc_idpool_t ids;            /* receive ids (class 1 tags) */
+    pc_world_ops_t world;
     pc_cache_entry_t *cache;
     int ncache;
     uint64_t cache_clock;
-    unsigned char *object_channels; /* 1 = in use, indexed from tags.first_object_chan */
+    unsigned char *object_channels; /* 1 = in use, by channel (0: the context's) */
     uint32_t next_object_channel;
+    uint64_t objects_created;   /* object ids: 1, 2, ... in creation order */
     long live_requests;
-    pc_partial_link_t *partials; /* live partial objects, newest first */
-    int nparkers;                /* of them, those with a park_fn */
+    pcoll_request_t *free_requests; /* recycled request memory */
+    pcoll_request_t *zombies;       /* abandoned after a timeout: kept until finalize */
+    pc_object_link_t *objects;      /* live persistent objects, newest first */
+    int block_watchers;             /* of them, those that want pc_block_hook calls */
+    pc_block_hook_t block_hook;
+    void *block_hook_arg;
+    void *partial;                  /* the partial layer's context-wide state (partial/park.c), */
+    void (*partial_free)(void *);   /* and how pcoll_finalize frees it */
+    pc_stall_state_t *stall;        /* holder: probes waiting for answers, responders */
 
     atomic_long inflight; /* operations started and not completed */
 };
 
-/* Channel for a new persistent object. Collective by contract: every rank
- * calls it in the same order, so every rank gets the same channel. */
-int pc_ctx_alloc_channel(pcoll_t *ctx, uint32_t *channel);
+/* Channel for a new persistent object, and the object's id (both the same
+ * at every rank: collective by contract, every rank calls in the same
+ * order). */
+int pc_ctx_alloc_channel(pcoll_t *ctx, const char *fn, uint32_t *channel, uint64_t *object_id);
 void pc_ctx_free_channel(pcoll_t *ctx, uint32_t channel);
 
 /* Checks ctx is usable from the public API. */
 int pc_ctx_check(const pcoll_t *ctx, const char *fn);
 
-/*
- * Live persistent objects.  free_fn frees one collectively (finalize frees
- * what the application left).  park_fn, if set, is called on the progress
- * thread whenever the application blocks in (parked = 1) or leaves (0) a
- * pcoll call that is not about this object: objects whose rounds wait for
- * other ranks' arrivals count such a rank as arrived (see partial/leader.c).
- */
-struct pc_partial_link {
+/* Live persistent objects: free_fn frees one collectively (finalize frees
+ * what the application left). */
+struct pc_object_link {
     void *object;
-    void (*free_fn)(void *object);
-    void (*park_fn)(void *object, int parked);
-    pc_partial_link_t *next;
+    int (*free_fn)(void *object);
+    int watches_blocks; /* counts in block_watchers */
+    pc_object_link_t *next;
 };
-void pc_ctx_register_object(pcoll_t *ctx, pc_partial_link_t *link);
-void pc_ctx_unregister_object(pcoll_t *ctx, pc_partial_link_t *link);
+void pc_ctx_register_object(pcoll_t *ctx, pc_object_link_t *link);
+void pc_ctx_unregister_object(pcoll_t *ctx, pc_object_link_t *link);
+void pc_ctx_set_block_hook(pcoll_t *ctx, pc_block_hook_t hook, void *arg);
 
-/* Application thread, around a blocking wait: tells every other live object
- * with a park_fn (none: nothing is posted).  except may be NULL. */
-void pc_ctx_park(pcoll_t *ctx, const pc_partial_link_t *except, int parked);
+/* Application thread, around a blocking wait: tells the hook (when an
+ * object watches).  Returns whether it told, to pass to the unblock. */
+int pc_ctx_block(pcoll_t *ctx, uint64_t object, uint32_t channel);
+void pc_ctx_unblock(pcoll_t *ctx, uint64_t object, uint32_t channel, int told);
 
-/* Schedule cache (collective.c). */
+/* Schedule cache and requests (collective.c). */
 void pc_cache_clear(pcoll_t *ctx);
+void pc_requests_clear(pcoll_t *ctx);
+/* At pcoll_init (holder): handlers of group operations' messages. */
+void pc_collective_open(pcoll_t *ctx);
 
 #endif

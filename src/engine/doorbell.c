@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/log.h"
+#include "../util/log.h"
 #include "nodemem.h"
 #include "pcoll.h"
 
@@ -21,7 +21,11 @@ typedef struct bell {
     _Atomic uint32_t holder;   /* the pc_sleeper_t that answers rings         */
     _Atomic uint32_t ctrl;     /* control messages sent to this rank          */
     char pad[48];
+    _Atomic uint64_t kick_summary; /* bit w: kick[w] may be nonzero          */
+    char pad2[56];
+    _Atomic uint64_t kick[PC_KICK_KEYS / 64];
 } bell_t;
+_Static_assert(PC_KICK_KEYS / 64 <= 64, "one summary word covers the kick words");
 
 #define MODE_BITS(who, mode) ((uint32_t)(mode) << (2 * (who)))
 #define ANY_MODE(who) MODE_BITS(who, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE)
@@ -29,7 +33,7 @@ typedef struct bell {
 
 struct pc_doorbells {
     bell_t *mine;
-    int size;
+    int size, me;
     int shared;     /* the bells live in node-shared memory */
     int all_local;
     pc_nodemem_t mem; /* when shared: mem.seg[rank] is that rank's bell (NULL: not on this node) */
@@ -50,9 +54,9 @@ int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out)
 {
     pc_doorbells_t *d = calloc(1, sizeof *d);
     if (!d) return PCOLL_ERR_NOMEM;
-    int me;
     MPI_Comm_size(comm, &d->size);
-    MPI_Comm_rank(comm, &me);
+    MPI_Comm_rank(comm, &d->me);
+    int me = d->me;
     /* a zeroed bell: seq 0, nobody sleeping, the thread answers, no control messages */
     _Static_assert(PC_SLEEPER_THREAD == 0, "a zeroed bell must name the progress thread");
     if (pc_nodemem_create(comm, sizeof(bell_t), 1, &d->mem) == 0) {
@@ -152,4 +156,34 @@ void pc_doorbell_ring_data(pc_doorbells_t *d, int peer)
     pc_sleeper_t who = (pc_sleeper_t)atomic_load(&b->holder);
     /* nobody of an idle rank is woken for data it is not waiting for */
     if (atomic_load(&b->sleeping) & MODE_BITS(who, PC_SLEEP_ACTIVE)) ring(b, 1, PC_SLEEP_ACTIVE);
+}
+
+int pc_doorbell_kick(pc_doorbells_t *d, int peer, int key)
+{
+    bell_t *b = peer_bell(d, peer);
+    if (!b && peer == d->me) b = d->mine;
+    if (!b || key < 0 || key >= PC_KICK_KEYS) return 0;
+    atomic_fetch_or(&b->kick[key / 64], 1ULL << (key % 64));
+    atomic_fetch_or(&b->kick_summary, 1ULL << (key / 64));
+    ring(b, d->shared, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE);
+    return 1;
+}
+
+int pc_doorbell_take_kicks(pc_doorbells_t *d, void (*fn)(void *arg, int key), void *arg)
+{
+    bell_t *b = d->mine;
+    if (!atomic_load_explicit(&b->kick_summary, memory_order_relaxed)) return 0;
+    /* a kick that sets its word after we took it sets the summary again */
+    uint64_t words = atomic_exchange(&b->kick_summary, 0);
+    int n = 0;
+    for (int w = 0; words; w++, words >>= 1) {
+        if (!(words & 1)) continue;
+        uint64_t bits = atomic_exchange(&b->kick[w], 0);
+        for (int k = 0; bits; k++, bits >>= 1)
+            if (bits & 1) {
+                fn(arg, w * 64 + k);
+                n++;
+            }
+    }
+    return n;
 }

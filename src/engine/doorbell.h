@@ -68,4 +68,18 @@ uint32_t pc_doorbell_ctrl_sent(const pc_doorbells_t *d);
  * sleeper's may cross; the sleeper's timeout covers that rare case. */
 void pc_doorbell_ring_data(pc_doorbells_t *d, int peer);
 
+/*
+ * Kicks: a bell also holds one bit per key (0 <= key < PC_KICK_KEYS), so
+ * that a ringer can say what to look at: the rank then polls only what was
+ * kicked, however many things it has (progress.h, keyed pollers).  Kicking
+ * sets the key's bit, then a summary bit for its word, then rings.
+ */
+#define PC_KICK_KEYS 4096
+/* Sets `key` at `peer` (this rank or a rank on its node; 0 if it cannot be
+ * reached) and wakes it if it sleeps; returns 1 if set. */
+int pc_doorbell_kick(pc_doorbells_t *d, int peer, int key);
+/* Calls fn(arg, key) for every key set at this rank since the last call,
+ * clearing them; returns how many. */
+int pc_doorbell_take_kicks(pc_doorbells_t *d, void (*fn)(void *arg, int key), void *arg);
+
 #endif

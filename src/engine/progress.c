@@ -7,11 +7,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "../core/error.h"
-#include "../core/log.h"
+#include "../util/error.h"
+#include "../util/log.h"
 #include "doorbell.h"
 
 /* MPI counts are int: larger messages go out as several requests. */
@@ -31,12 +32,6 @@
 /* Who progresses the engine (holds the token). */
 enum { TOKEN_FREE = 0, TOKEN_THREAD = 1, TOKEN_APP = 2 };
 
-typedef struct task {
-    pc_task_fn fn;
-    void *arg;
-    struct task *next;
-} task_t;
-
 typedef struct owner {
     pc_sched_t *sched; /* a schedule step, or ...           */
     int step;
@@ -45,7 +40,16 @@ typedef struct owner {
     int listener;
     int send_to;       /* a send: its destination, else -1  */
     int control;       /* a control message (rings any sleeper) */
+    int peer, tag;     /* for error messages                */
+    int is_send;
+    int passive;       /* not counted in nactive: a listener, or a
+                          message of an abandoned run             */
 } owner_t;
+
+typedef struct keyed {
+    pc_poll_fn fn;
+    void *arg;
+} keyed_t;
 
 struct pc_engine {
     MPI_Comm comm;
@@ -57,7 +61,7 @@ struct pc_engine {
 
     /* application -> progress thread; peers and posts ring the doorbell */
     pthread_mutex_t qlock;
-    task_t *qhead, *qtail;
+    pc_task_t *qhead, *qtail;
     atomic_int qlen;
     pc_doorbells_t *bells;
 
@@ -78,14 +82,19 @@ struct pc_engine {
     int nreqs, capreqs;
     int nactive; /* outstanding requests that are not listeners */
     uint32_t ctrl_received; /* control messages the listeners got */
+    int kick_did;           /* what the keyed pollers of this look did */
     int *idx;
     MPI_Status *statuses;
     owner_t *done_owners;
     MPI_Status *done_status;
     int *done_rc;
     pc_issuer_t issuer;
-    int thread_error;
-    pc_poller_t *pollers;
+    keyed_t *pollers;         /* by key (PC_KICK_KEYS), allocated at the first */
+    char msg_error[320];      /* what failed, for the pc_msg_fn being called */
+    int me;
+
+    /* keys (any thread, under qlock) */
+    unsigned char *keys_used;
 
     atomic_ullong n_loops, n_sleeps, n_tasks, n_requests;
 };
@@ -130,10 +139,11 @@ static int add_request(pc_engine_t *e, MPI_Request r, owner_t o)
         if (!nr || !no || !ni || !ns || !nd || !nds || !nrc) return PCOLL_ERR_NOMEM;
         e->capreqs = cap;
     }
+    o.passive = o.listener;
     e->reqs[e->nreqs] = r;
     e->owners[e->nreqs] = o;
     e->nreqs++;
-    if (!o.listener) e->nactive++;
+    if (!o.passive) e->nactive++;
     atomic_fetch_add_explicit(&e->n_requests, 1, memory_order_relaxed);
     return PCOLL_SUCCESS;
 }
@@ -149,14 +159,23 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
         MPI_Request r;
         int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r)
                          : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r);
-        if (rc != MPI_SUCCESS) return pc_mpi_error(rc, __func__, is_send ? "MPI_Isend" : "MPI_Irecv");
+        if (rc != MPI_SUCCESS) {
+            char why[MPI_MAX_ERROR_STRING];
+            snprintf(e->msg_error, sizeof e->msg_error, "%s %s rank %d (tag %d, %zu bytes) failed: %s",
+                     is_send ? "MPI_Isend to" : "MPI_Irecv from", "", peer, tag, len,
+                     pc_mpi_strerror(rc, why, sizeof why));
+            return PCOLL_ERR_MPI;
+        }
         if (is_send && off == 0) { /* a sleeping neighbour starts polling */
             o.send_to = peer;
             ring_peer(e, &o, 1);
         }
         if ((rc = add_request(e, r, o)) != PCOLL_SUCCESS) {
-            MPI_Cancel(&r);
+            /* a receive is withdrawn; a send that cannot be tracked is let go
+             * (MPI completes it on its own) */
+            if (!is_send) MPI_Cancel(&r);
             MPI_Request_free(&r);
+            snprintf(e->msg_error, sizeof e->msg_error, "no memory to track a message to or from rank %d", peer);
             return rc;
         }
         (*nposted)++;
@@ -169,24 +188,46 @@ static int issue_step(void *self, pc_sched_t *s, int step)
 {
     pc_engine_t *e = self;
     owner_t o = {.sched = s, .step = step, .send_to = -1};
-    int t = pc_sched_tag_base(s) | ((int)pc_sched_step_tagstep(s, step) & (int)e->tags.step_mask);
+    int is_send = pc_sched_step_kind(s, step) == PC_STEP_SEND;
+    int t = pc_sched_step_tag(s, step, e->tags.step_mask);
+    int peer = pc_sched_peer_rank(s, pc_sched_step_peer(s, step));
+    o.peer = peer;
+    o.tag = t;
+    o.is_send = is_send;
     int n = 0;
-    int rc = post_message(e, pc_sched_step_kind(s, step) == PC_STEP_SEND, pc_sched_step_buf(s, step),
-                          pc_sched_step_bytes(s, step), pc_sched_step_peer(s, step), t, o, &n);
+    int rc = post_message(e, is_send, pc_sched_step_buf(s, step), pc_sched_step_bytes(s, step), peer, t, o, &n);
     *pc_sched_step_aux(s, step) = n; /* requests of this step still in flight */
-    if (rc != PCOLL_SUCCESS && n > 0) {
-        /* some chunks are out: let them complete the step, but fail the run */
-        pc_sched_record_error(s, rc);
-        return PCOLL_SUCCESS;
+    if (rc != PCOLL_SUCCESS) {
+        pc_sched_fail_run(s, rc, "%s", e->msg_error);
+        /* some chunks are out: they complete the step */
+        if (n > 0) return PCOLL_SUCCESS;
     }
     return rc;
 }
 
-int pc_engine_run(pc_engine_t *e, pc_sched_t *s, int tag_base)
+int pc_engine_run(pc_engine_t *e, pc_sched_t *s) { return pc_sched_start(s, &e->issuer); }
+
+void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status)
 {
-    pc_sched_set_tag_base(s, tag_base);
-    return pc_sched_start(s, &e->issuer);
+    if (!pc_sched_running(s)) return;
+    pc_sched_abort(s, status);
+    /* receives can be withdrawn; sends complete or not, as MPI decides:
+     * neither keeps the engine busy (or pcoll_finalize waiting) any more */
+    for (int i = 0; i < e->nreqs; i++) {
+        owner_t *o = &e->owners[i];
+        if (o->sched != s) continue;
+        if (!o->passive) {
+            o->passive = 1;
+            e->nactive--;
+        }
+        if (!o->is_send) {
+            int rc = MPI_Cancel(&e->reqs[i]);
+            if (rc != MPI_SUCCESS) pc_log(PCOLL_LOG_WARN, "MPI_Cancel of an abandoned receive failed (code %d)", rc);
+        }
+    }
 }
+
+const char *pc_engine_msg_error(const pc_engine_t *e) { return e->msg_error; }
 
 static int by_index_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
 
@@ -195,7 +236,7 @@ int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int
     /* a message with a callback is control: it wakes the destination even
      * when idle (activations and arrivals reach idle ranks); schedule steps
      * wake only ranks that wait inside an operation */
-    owner_t o = {.fn = fn, .arg = arg, .step = -1, .send_to = -1, .control = 1};
+    owner_t o = {.fn = fn, .arg = arg, .step = -1, .send_to = -1, .control = 1, .peer = peer, .tag = tag, .is_send = 1};
     int n;
     if (bytes > PC_CHUNK_BYTES) return PCOLL_ERR_INTERNAL; /* control messages are small */
     return post_message(e, 1, (void *)buf, bytes, peer, tag, o, &n);
@@ -204,10 +245,54 @@ int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int
 int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,
                     void *arg)
 {
-    owner_t o = {.fn = fn, .arg = arg, .step = -1, .listener = listener, .send_to = -1};
+    owner_t o = {.fn = fn, .arg = arg, .step = -1, .listener = listener, .send_to = -1, .peer = peer, .tag = tag};
     int n;
     if (bytes > PC_CHUNK_BYTES) return PCOLL_ERR_INTERNAL;
     return post_message(e, 0, buf, bytes, peer, tag, o, &n);
+}
+
+/* What a failed request was, for the one who gets the error. */
+static void describe_failure(pc_engine_t *e, const owner_t *o, int mpi_rc, int cancelled)
+{
+    char why[MPI_MAX_ERROR_STRING];
+    if (cancelled)
+        snprintf(why, sizeof why, "cancelled");
+    else
+        pc_mpi_strerror(mpi_rc, why, sizeof why);
+    if (o->peer == MPI_ANY_SOURCE)
+        snprintf(e->msg_error, sizeof e->msg_error, "MPI_Irecv from any rank (tag %d): %s", o->tag, why);
+    else
+        snprintf(e->msg_error, sizeof e->msg_error, "%s rank %d (tag %d): %s",
+                 o->is_send ? "MPI_Isend to" : "MPI_Irecv from", o->peer, o->tag, why);
+}
+
+/* MPI_Testsome failed as a whole: test each request alone, so that the
+ * failing ones are found; a request MPI cannot even test is failed. */
+static int test_one_by_one(pc_engine_t *e, int *outcount)
+{
+    int n = 0;
+    for (int i = 0; i < e->nreqs; i++) {
+        int flag = 0;
+        MPI_Status st;
+        int rc = MPI_Test(&e->reqs[i], &flag, &st);
+        if (rc != MPI_SUCCESS) {
+            if (e->reqs[i] != MPI_REQUEST_NULL) {
+                MPI_Request_free(&e->reqs[i]);
+                e->reqs[i] = MPI_REQUEST_NULL;
+            }
+            st.MPI_ERROR = rc;
+            flag = 1;
+        } else if (flag) {
+            st.MPI_ERROR = MPI_SUCCESS;
+        }
+        if (flag) {
+            e->idx[n] = i;
+            e->statuses[n] = st;
+            n++;
+        }
+    }
+    *outcount = n;
+    return n;
 }
 
 /* Tests every outstanding request once; runs the callbacks of those done.
@@ -216,10 +301,13 @@ static int test_requests(pc_engine_t *e)
 {
     int outcount = 0;
     int rc = MPI_Testsome(e->nreqs, e->reqs, &outcount, e->idx, e->statuses);
+    int per_request = rc == MPI_ERR_IN_STATUS;
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
-        if (!e->thread_error) pc_mpi_error(rc, __func__, "MPI_Testsome");
-        e->thread_error = 1;
-        return 0;
+        char why[MPI_MAX_ERROR_STRING];
+        pc_log(PCOLL_LOG_ERROR, "MPI_Testsome failed (%s): testing the %d requests one by one", 
+               pc_mpi_strerror(rc, why, sizeof why), e->nreqs);
+        test_one_by_one(e, &outcount);
+        per_request = 1;
     }
     if (outcount == MPI_UNDEFINED || outcount == 0) return 0;
     /* collect first: callbacks may post new requests and reshape the arrays */
@@ -227,46 +315,61 @@ static int test_requests(pc_engine_t *e)
         int i = e->idx[k];
         e->done_owners[k] = e->owners[i];
         e->done_status[k] = e->statuses[k];
-        e->done_rc[k] = (rc == MPI_ERR_IN_STATUS && e->statuses[k].MPI_ERROR != MPI_SUCCESS) ? PCOLL_ERR_MPI
-                                                                                             : PCOLL_SUCCESS;
+        int err = per_request ? e->statuses[k].MPI_ERROR : MPI_SUCCESS;
+        int cancelled = 0;
+        if (err == MPI_SUCCESS && !e->owners[i].is_send) MPI_Test_cancelled(&e->statuses[k], &cancelled);
+        e->done_rc[k] = err != MPI_SUCCESS ? err : cancelled ? -1 : MPI_SUCCESS;
     }
     /* remove completed entries, largest index first, by moving the last in */
     if (outcount > 1) qsort(e->idx, (size_t)outcount, sizeof(int), by_index_desc);
     for (int k = 0; k < outcount; k++) {
         int i = e->idx[k];
-        if (!e->owners[i].listener) e->nactive--;
+        if (!e->owners[i].passive) e->nactive--;
         e->nreqs--;
         e->reqs[i] = e->reqs[e->nreqs];
         e->owners[i] = e->owners[e->nreqs];
     }
     for (int k = 0; k < outcount; k++) {
         owner_t *o = &e->done_owners[k];
+        int status = PCOLL_SUCCESS;
+        if (e->done_rc[k] != MPI_SUCCESS) {
+            describe_failure(e, o, e->done_rc[k], e->done_rc[k] == -1);
+            status = e->done_rc[k] == -1 ? PCOLL_ERR_TIMEOUT : PCOLL_ERR_MPI;
+        }
         /* the data is at the destination now: make sure it looks */
         if (o->send_to >= 0) ring_peer(e, o, 0);
         if (o->listener) e->ctrl_received++;
         if (o->sched) {
             int32_t *left = pc_sched_step_aux(o->sched, o->step);
-            if (e->done_rc[k] != PCOLL_SUCCESS) pc_log(PCOLL_LOG_ERROR, "message of a schedule step failed");
-            if (--*left == 0) pc_sched_step_done(o->sched, o->step, e->done_rc[k], &e->issuer);
+            if (status != PCOLL_SUCCESS) pc_sched_fail_run(o->sched, status, "%s", e->msg_error);
+            if (--*left == 0) pc_sched_step_done(o->sched, o->step, PCOLL_SUCCESS, &e->issuer);
         } else if (o->fn) {
-            o->fn(e, o->arg, e->done_rc[k], &e->done_status[k]);
+            o->fn(e, o->arg, status, &e->done_status[k]);
         }
     }
     return outcount;
 }
 
+static void run_kicked(void *arg, int key)
+{
+    pc_engine_t *e = arg;
+    keyed_t *k = e->pollers ? &e->pollers[key] : NULL;
+    if (k && k->fn) e->kick_did += k->fn(e, k->arg);
+}
+
 static int run_tasks(pc_engine_t *e)
 {
     pthread_mutex_lock(&e->qlock);
-    task_t *t = e->qhead;
+    pc_task_t *t = e->qhead;
     e->qhead = e->qtail = NULL;
     atomic_store(&e->qlen, 0);
     pthread_mutex_unlock(&e->qlock);
     int n = 0;
     while (t) {
-        task_t *next = t->next;
+        pc_task_t *next = t->next; /* the caller may reuse its task once it ran */
+        int heap = t->heap;
         t->fn(e, t->arg);
-        free(t);
+        if (heap) free(t);
         t = next;
         n++;
     }
@@ -326,10 +429,9 @@ static int look(pc_engine_t *e, driver_t *d)
     int did = 0;
     if (atomic_load(&e->qlen)) did += run_tasks(e);
     if (e->nreqs) did += test_requests(e);
-    for (pc_poller_t *q = e->pollers, *next; q; q = next) {
-        next = q->next; /* the poller may remove itself */
-        did += q->fn(e, q->arg);
-    }
+    e->kick_did = 0;
+    pc_doorbell_take_kicks(e->bells, run_kicked, e);
+    did += e->kick_did;
     if (did) {
         d->last_work = now_us();
         d->pause_us = 1;
@@ -421,25 +523,37 @@ static void *progress_main(void *arg)
 
 int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy, pc_engine_t **out)
 {
+    static const char *fn = "pcoll_init";
     pc_engine_t *e = calloc(1, sizeof *e);
-    if (!e) return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the progress engine");
+    if (!e) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the progress engine");
     e->comm = comm;
     e->tags = *tags;
+    int rc = MPI_Comm_rank(comm, &e->me);
+    if (rc != MPI_SUCCESS) {
+        free(e);
+        return pc_mpi_error(rc, fn, "MPI_Comm_rank");
+    }
     pc_engine_set_policy(e, policy);
     e->issuer.post = issue_step;
     e->issuer.self = e;
-    if (pc_doorbells_create(comm, &e->bells) != PCOLL_SUCCESS) {
+    if (!(e->keys_used = calloc(PC_KICK_KEYS, 1))) {
         free(e);
-        return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the doorbells");
+        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the progress engine");
+    }
+    if ((rc = pc_doorbells_create(comm, &e->bells)) != PCOLL_SUCCESS) {
+        free(e->keys_used);
+        free(e);
+        return pc_error(rc, fn, "cannot create the doorbells: %s", pcoll_strerror(rc));
     }
     pthread_mutex_init(&e->qlock, NULL);
     pthread_mutex_init(&e->wlock, NULL);
     pthread_cond_init(&e->wcond, NULL);
-    int rc = pthread_create(&e->thread, NULL, progress_main, e);
+    rc = pthread_create(&e->thread, NULL, progress_main, e);
     if (rc != 0) {
         pc_doorbells_destroy(e->bells);
+        free(e->keys_used);
         free(e);
-        return PC_ERR(PCOLL_ERR_INTERNAL, "cannot start the progress thread: %s", strerror(rc));
+        return pc_error(PCOLL_ERR_INTERNAL, fn, "cannot start the progress thread: %s", strerror(rc));
     }
     *out = e;
     return PCOLL_SUCCESS;
@@ -451,12 +565,21 @@ void pc_engine_destroy(pc_engine_t *e)
     atomic_store(&e->stop, 1);
     pc_doorbell_ring_self(e->bells);
     pthread_join(e->thread, NULL);
-    /* only listeners can be left: nobody will send to them any more */
+    /* listeners (nobody sends to them any more) and the receives of runs
+     * abandoned after a timeout: cancelled; sends of abandoned runs that
+     * never completed are let go */
+    int left = 0;
     for (int i = 0; i < e->nreqs; i++) {
-        MPI_Cancel(&e->reqs[i]);
-        MPI_Wait(&e->reqs[i], MPI_STATUS_IGNORE);
+        if (e->owners[i].is_send) {
+            MPI_Request_free(&e->reqs[i]);
+            left++;
+            continue;
+        }
+        int rc = MPI_Cancel(&e->reqs[i]);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&e->reqs[i], MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) pc_log(PCOLL_LOG_WARN, "pcoll_finalize: cancelling a receive failed (code %d)", rc);
     }
-    if (e->nreqs) PC_DEBUG("engine: cancelled %d idle receives at shutdown", e->nreqs);
+    if (e->nreqs) PC_DEBUG("engine: %d receives cancelled, %d sends let go at shutdown", e->nreqs - left, left);
     free(e->reqs);
     free(e->owners);
     free(e->idx);
@@ -464,6 +587,8 @@ void pc_engine_destroy(pc_engine_t *e)
     free(e->done_owners);
     free(e->done_status);
     free(e->done_rc);
+    free(e->pollers);
+    free(e->keys_used);
     pc_doorbells_destroy(e->bells); /* collective: every rank is in pcoll_finalize */
     pthread_mutex_destroy(&e->qlock);
     pthread_mutex_destroy(&e->wlock);
@@ -487,12 +612,8 @@ void pc_engine_get_policy(const pc_engine_t *e, pcoll_progress_policy_t *p)
     p->max_sleep_us = atomic_load(&e->max_sleep_us);
 }
 
-static int enqueue(pc_engine_t *e, pc_task_fn fn, void *arg)
+static void enqueue(pc_engine_t *e, pc_task_t *t)
 {
-    task_t *t = malloc(sizeof *t);
-    if (!t) return PCOLL_ERR_NOMEM;
-    t->fn = fn;
-    t->arg = arg;
     t->next = NULL;
     pthread_mutex_lock(&e->qlock);
     if (e->qtail)
@@ -502,27 +623,42 @@ static int enqueue(pc_engine_t *e, pc_task_fn fn, void *arg)
     e->qtail = t;
     atomic_fetch_add(&e->qlen, 1);
     pthread_mutex_unlock(&e->qlock);
+}
+
+void pc_engine_post_task(pc_engine_t *e, pc_task_t *t, int quiet)
+{
+    t->heap = 0;
+    enqueue(e, t);
+    if (!quiet) pc_doorbell_ring_self(e->bells);
+}
+
+static int post_new(pc_engine_t *e, pc_task_fn fn, void *arg, int quiet)
+{
+    pc_task_t *t = malloc(sizeof *t);
+    if (!t) return PCOLL_ERR_NOMEM;
+    t->fn = fn;
+    t->arg = arg;
+    t->heap = 1;
+    enqueue(e, t);
+    if (!quiet) pc_doorbell_ring_self(e->bells);
     return PCOLL_SUCCESS;
 }
 
-int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg)
-{
-    int rc = enqueue(e, fn, arg);
-    if (rc == PCOLL_SUCCESS) pc_doorbell_ring_self(e->bells);
-    return rc;
-}
+int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg) { return post_new(e, fn, arg, 0); }
+int pc_engine_post_quiet(pc_engine_t *e, pc_task_fn fn, void *arg) { return post_new(e, fn, arg, 1); }
 
-int pc_engine_post_quiet(pc_engine_t *e, pc_task_fn fn, void *arg) { return enqueue(e, fn, arg); }
-
-/* The calling application thread progresses the engine until pred holds,
- * sleeping on the doorbell in place of the progress thread. */
-static void app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg)
+/* The calling application thread progresses the engine until pred holds or
+ * the deadline passes (< 0: none), sleeping on the doorbell in place of the
+ * progress thread.  Returns 1 when pred holds. */
+static int app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg, double deadline)
 {
     driver_t d;
     driver_init(e, &d);
     for (;;) {
         int did = look(e, &d);
-        if (pred(arg)) return;
+        if (pred(arg)) return 1;
+        double now = now_us();
+        if (deadline >= 0 && now >= deadline) return 0;
         if (did) continue;
         if (keep_looking(e, &d)) {
             sched_yield();
@@ -530,6 +666,7 @@ static void app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg)
         }
         atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
         long timeout = sleep_timeout_us(e, &d.pause_us);
+        if (deadline >= 0 && (timeout < 0 || (double)timeout > deadline - now)) timeout = (long)(deadline - now) + 1;
         pc_doorbell_sleep(e->bells, e->looked_seq, timeout, e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE,
                           PC_SLEEPER_APP);
     }
@@ -554,8 +691,9 @@ static int waiter_may_go(pc_engine_t *e, pc_pred_fn pred, void *arg)
     return pred(arg) || atomic_load(&e->token) != TOKEN_APP;
 }
 
-/* Another application thread progresses: wait for its notifications. */
-static void wait_notified(pc_engine_t *e, pc_pred_fn pred, void *arg)
+/* Another application thread progresses: wait for its notifications (until
+ * the deadline, if any). */
+static void wait_notified(pc_engine_t *e, pc_pred_fn pred, void *arg, double deadline)
 {
     double t0 = now_us();
     double spin = (double)atomic_load(&e->wait_spin_us);
@@ -565,26 +703,48 @@ static void wait_notified(pc_engine_t *e, pc_pred_fn pred, void *arg)
     }
     pthread_mutex_lock(&e->wlock);
     atomic_fetch_add(&e->nwaiters, 1);
-    while (!waiter_may_go(e, pred, arg)) pthread_cond_wait(&e->wcond, &e->wlock);
+    while (!waiter_may_go(e, pred, arg)) {
+        if (deadline < 0) {
+            pthread_cond_wait(&e->wcond, &e->wlock);
+            continue;
+        }
+        double left = deadline - now_us();
+        if (left <= 0) break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
+        long long ns = ts.tv_nsec + (long long)(left * 1e3);
+        ts.tv_sec += (time_t)(ns / 1000000000LL);
+        ts.tv_nsec = (long)(ns % 1000000000LL);
+        pthread_cond_timedwait(&e->wcond, &e->wlock, &ts);
+    }
     atomic_fetch_sub(&e->nwaiters, 1);
     pthread_mutex_unlock(&e->wlock);
 }
 
-void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg)
+int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us)
 {
+    double deadline = timeout_us < 0 ? -1.0 : now_us() + timeout_us;
+    int ok = 1;
     while (!pred(arg)) {
+        if (deadline >= 0 && now_us() >= deadline) {
+            ok = 0;
+            break;
+        }
         if (app_takes_token(e)) {
-            app_drives(e, pred, arg);
+            ok = app_drives(e, pred, arg, deadline);
             app_gives_token(e);
-            return;
+            break;
         }
         /* tasks queued quietly for this wait: the holder runs them */
         if (atomic_load(&e->qlen)) pc_doorbell_ring_self(e->bells);
-        wait_notified(e, pred, arg);
+        wait_notified(e, pred, arg, deadline);
     }
     /* tasks queued by pc_engine_post_quiet for this wait: someone runs them */
     if (atomic_load(&e->qlen)) pc_doorbell_ring_self(e->bells);
+    return ok;
 }
+
+void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg) { (void)pc_engine_wait_for(e, pred, arg, -1.0); }
 
 void pc_engine_notify(pc_engine_t *e)
 {
@@ -597,26 +757,44 @@ void pc_engine_notify(pc_engine_t *e)
     }
 }
 
-void pc_engine_add_poller(pc_engine_t *e, pc_poller_t *poller)
+int pc_engine_key_alloc(pc_engine_t *e)
 {
-    poller->next = e->pollers;
-    e->pollers = poller;
-}
-
-void pc_engine_remove_poller(pc_engine_t *e, pc_poller_t *poller)
-{
-    for (pc_poller_t **q = &e->pollers; *q; q = &(*q)->next)
-        if (*q == poller) {
-            *q = poller->next;
-            return;
+    int key = -1;
+    pthread_mutex_lock(&e->qlock);
+    for (int k = 0; k < PC_KICK_KEYS && key < 0; k++)
+        if (!e->keys_used[k]) {
+            e->keys_used[k] = 1;
+            key = k;
         }
+    pthread_mutex_unlock(&e->qlock);
+    return key;
 }
 
-void pc_engine_nudge(pc_engine_t *e, int peer) { pc_doorbell_nudge(e->bells, peer); }
-int pc_engine_can_nudge_all(const pc_engine_t *e) { return pc_doorbells_all_local(e->bells); }
+void pc_engine_key_free(pc_engine_t *e, int key)
+{
+    if (key < 0 || key >= PC_KICK_KEYS) return;
+    pthread_mutex_lock(&e->qlock);
+    e->keys_used[key] = 0;
+    pthread_mutex_unlock(&e->qlock);
+}
+
+void pc_engine_set_poller(pc_engine_t *e, int key, pc_poll_fn fn, void *arg)
+{
+    if (key < 0 || key >= PC_KICK_KEYS) return;
+    if (!e->pollers && !(e->pollers = calloc(PC_KICK_KEYS, sizeof *e->pollers))) {
+        pc_log(PCOLL_LOG_ERROR, "no memory for the keyed pollers");
+        return;
+    }
+    e->pollers[key].fn = fn;
+    e->pollers[key].arg = arg;
+}
+
+int pc_engine_kick(pc_engine_t *e, int peer, int key) { return pc_doorbell_kick(e->bells, peer, key); }
+int pc_engine_can_kick_all(const pc_engine_t *e) { return pc_doorbells_all_local(e->bells); }
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }
 MPI_Comm pc_engine_comm(const pc_engine_t *e) { return e->comm; }
+int pc_engine_rank(const pc_engine_t *e) { return e->me; }
 
 void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out)
 {

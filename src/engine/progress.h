@@ -10,7 +10,7 @@
  *                                        posts sends / receives
  *   pc_engine_wait(pred):                MPI_Testsome -> step / message
  *     takes the token from the             callbacks -> pc_engine_notify()
- *     progress thread and runs the
+ *     progress thread and runs the       kicked keys -> keyed pollers
  *     engine itself until pred holds
  *     (or, when another application
  *     thread has it, waits for its
@@ -22,13 +22,21 @@
  * with work left (doorbell.h).  Callbacks run on the holder; they must not
  * wait.
  *
+ * Failures: every MPI call's return code is checked.  A message that fails
+ * (to post, or in its status) completes its schedule step or its callback
+ * with PCOLL_ERR_MPI, and the schedule's run records which call failed; if
+ * MPI_Testsome itself fails, every request is tested alone so that the
+ * failing ones are found and completed.  Nothing waits for a request that
+ * MPI will not complete.
+ *
  * Idle policy (pcoll_progress_policy_t, see pcoll.h): after the last
  * completion the holder polls, yielding the CPU after every empty poll, for
  * active_spin_us while operations are in flight or idle_spin_us otherwise;
  * then it sleeps in growing pauses (at most max_sleep_us) while receives are
  * posted, and until posted to when nothing at all is outstanding.  A post
  * wakes it at once.  Everything named pc_engine_* below except post, wait,
- * notify, create, destroy and the policy functions runs on the holder only.
+ * notify, kick, create, destroy, the key allocator and the policy functions
+ * runs on the holder only.
  */
 #ifndef PC_ENGINE_PROGRESS_H
 #define PC_ENGINE_PROGRESS_H
@@ -40,31 +48,52 @@
 
 typedef struct pc_engine pc_engine_t;
 typedef void (*pc_task_fn)(pc_engine_t *e, void *arg);
-/* status: PCOLL_SUCCESS or an error; st: the MPI status (source, ...). */
+/* status: PCOLL_SUCCESS or an error (then pc_engine_msg_error says what);
+ * st: the MPI status (source, ...). */
 typedef void (*pc_msg_fn)(pc_engine_t *e, void *arg, int status, const MPI_Status *st);
 typedef int (*pc_pred_fn)(void *arg);
 
 /* comm is owned by the caller and must outlive the engine. */
 int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy,
                      pc_engine_t **out);
-/* Stops the thread once the queued tasks ran; cancels receives still posted. */
+/* Stops the thread once the queued tasks ran; cancels the receives still
+ * posted (listeners, and those of abandoned runs). */
 void pc_engine_destroy(pc_engine_t *e);
 void pc_engine_set_policy(pc_engine_t *e, const pcoll_progress_policy_t *policy);
 void pc_engine_get_policy(const pc_engine_t *e, pcoll_progress_policy_t *policy);
 
-/* Any thread: run fn(e, arg) on the token holder. */
+/* A task to run on the holder.  The caller owns the memory until fn runs. */
+typedef struct pc_task {
+    pc_task_fn fn;
+    void *arg;
+    struct pc_task *next; /* the engine's */
+    int heap;             /* the engine's: freed after it ran */
+} pc_task_t;
+
+/* Any thread: run fn(e, arg) on the token holder (allocates the task). */
 int pc_engine_post(pc_engine_t *e, pc_task_fn fn, void *arg);
 /* The same for a caller that calls pc_engine_wait next: it rings nobody,
  * as the wait runs the task itself (or rings when it does not). */
 int pc_engine_post_quiet(pc_engine_t *e, pc_task_fn fn, void *arg);
+/* The same with the caller's task memory (no allocation): t->fn, t->arg set. */
+void pc_engine_post_task(pc_engine_t *e, pc_task_t *t, int quiet);
 /* Any application thread, holding no lock a callback takes: return once
  * pred(arg) is true, progressing the engine meanwhile (see above). */
 void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg);
+/* The same, giving up after timeout_us (< 0: never).  Returns 1 when pred
+ * holds, 0 when the time is up. */
+int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us);
 /* Wake waiters after making a predicate true. */
 void pc_engine_notify(pc_engine_t *e);
 
-/* Holder: run s with tags tag_base | step. on_done is s's own. */
-int pc_engine_run(pc_engine_t *e, pc_sched_t *s, int tag_base);
+/* Holder: run s with its bound tags and group map (sched.h); on_done is s's
+ * own.  A run that fails is completed with its status (never left). */
+int pc_engine_run(pc_engine_t *e, pc_sched_t *s);
+/* Holder: abandon s's current run (a timeout): its receives are cancelled,
+ * nothing more of it is posted or run; on_done fires with `status` once its
+ * posted messages completed or were cancelled (a send to a rank that never
+ * receives may keep it from firing: the caller keeps the schedule). */
+void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status);
 
 /* Holder: a message with a completion callback.  A `listener`
  * receive is one that may wait indefinitely (activation, arrivals): while only
@@ -73,30 +102,34 @@ int pc_engine_run(pc_engine_t *e, pc_sched_t *s, int tag_base);
 int pc_engine_isend(pc_engine_t *e, const void *buf, size_t bytes, int peer, int tag, pc_msg_fn fn, void *arg);
 int pc_engine_irecv(pc_engine_t *e, void *buf, size_t bytes, int peer, int tag, int listener, pc_msg_fn fn,
                     void *arg);
+/* Inside a pc_msg_fn called with an error: which MPI call failed and why. */
+const char *pc_engine_msg_error(const pc_engine_t *e);
 
-/* Holder: a poller is called at every look for work, for progress that no
- * MPI request announces (node-shared memory, partial/node_rounds.c); it
- * returns how many things it did.  Pollers do not keep the engine from
- * sleeping: whoever makes a poller's condition true and needs it seen soon
- * nudges the rank (pc_engine_nudge).  Add and remove on the holder. */
+/*
+ * Keyed pollers, for progress that no MPI request announces (node-shared
+ * memory): a poller is called when its key was kicked (by any thread of any
+ * rank on the node, pc_engine_kick), on the holder's next look; it returns
+ * how many things it did and kicks its own key again if it wants another
+ * look.  A look costs nothing for keys nobody kicked, so a rank may have
+ * thousands of pollers.  Keys are numbers < PC_KICK_KEYS that every rank
+ * agrees on: pc_engine_key_alloc gives the lowest free one, so ranks that
+ * allocate and free in the same order get the same keys.
+ */
 typedef int (*pc_poll_fn)(pc_engine_t *e, void *arg);
-typedef struct pc_poller {
-    pc_poll_fn fn;
-    void *arg;
-    struct pc_poller *next; /* the engine's */
-} pc_poller_t;
-/* The poller's memory is the caller's until it is removed. */
-void pc_engine_add_poller(pc_engine_t *e, pc_poller_t *poller);
-void pc_engine_remove_poller(pc_engine_t *e, pc_poller_t *poller);
-/* Any thread: wake whoever progresses rank `peer` of this node (no-op for
- * ranks on other nodes). */
-void pc_engine_nudge(pc_engine_t *e, int peer);
-/* 1 if every rank of the engine's communicator can be nudged (one node,
+int pc_engine_key_alloc(pc_engine_t *e); /* -1 if none is free */
+void pc_engine_key_free(pc_engine_t *e, int key);
+/* Holder: install (fn != NULL) or remove the poller of a key. */
+void pc_engine_set_poller(pc_engine_t *e, int key, pc_poll_fn fn, void *arg);
+/* Any thread: make rank `peer` (this rank, or one on its node) run the
+ * poller of `key` soon, waking it.  Returns 0 if peer cannot be reached. */
+int pc_engine_kick(pc_engine_t *e, int peer, int key);
+/* 1 if every rank of the engine's communicator can be kicked (one node,
  * doorbells in shared memory). */
-int pc_engine_can_nudge_all(const pc_engine_t *e);
+int pc_engine_can_kick_all(const pc_engine_t *e);
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e);
 MPI_Comm pc_engine_comm(const pc_engine_t *e);
+int pc_engine_rank(const pc_engine_t *e);
 
 /* Counters for tests and diagnostics. */
 typedef struct pc_engine_stats {

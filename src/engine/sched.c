@@ -1,10 +1,11 @@
 #include "sched.h"
 
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
 #include "reduce.h"
 
 typedef struct step {
@@ -50,8 +51,11 @@ struct pc_sched {
     int ndone;
     int running;
     int draining;
-    int status;
-    int tag_base;
+    int aborted;
+    pc_fault_t fault; /* status and message of the run's first failure */
+    int recv_base;
+    const int *send_bases; /* by group index, or NULL */
+    const int *ranks;      /* group index -> rank, or NULL */
     pc_sched_done_fn on_done;
     void *done_arg;
 };
@@ -84,6 +88,7 @@ pc_sched_t *pc_sched_new(void)
     }
     s->nslots = PC_NUM_BOUND_SLOTS;
     s->slots[PC_SLOT_IN] = s->slots[PC_SLOT_OUT] = NULL;
+    pc_fault_clear(&s->fault);
     return s;
 }
 
@@ -323,7 +328,9 @@ static void complete(pc_sched_t *s, int i, int status)
     step_t *st = &s->steps[i];
     st->done = 1;
     s->ndone++;
-    if (status && !s->status) s->status = status;
+    if (status != PCOLL_SUCCESS)
+        pc_sched_fail_run(s, status, "%s of step %d failed: %s", st->kind == PC_STEP_SEND ? "a send" : "a receive", i,
+                          pcoll_strerror(status));
     for (int k = 0; k < st->nsucc; k++) {
         step_t *nx = &s->steps[s->succ[st->succ_off + k]];
         nx->left--;
@@ -358,7 +365,9 @@ static void drain(pc_sched_t *s, const pc_issuer_t *iss)
     while (s->ready_head < s->ready_tail) {
         int i = s->ready[s->ready_head++];
         pc_step_kind_t kind = (pc_step_kind_t)s->steps[i].kind;
-        if (kind == PC_STEP_SEND || kind == PC_STEP_RECV) {
+        if (s->aborted) {
+            complete(s, i, PCOLL_SUCCESS); /* the run's status is set already */
+        } else if (kind == PC_STEP_SEND || kind == PC_STEP_RECV) {
             int rc = iss->post(iss->self, s, i);
             if (rc != PCOLL_SUCCESS) complete(s, i, rc);
         } else {
@@ -370,7 +379,7 @@ static void drain(pc_sched_t *s, const pc_issuer_t *iss)
     if (s->ndone == s->nsteps) {
         /* the callback may free or restart the schedule: touch nothing after */
         s->running = 0;
-        if (s->on_done) s->on_done(s, s->status, s->done_arg);
+        if (s->on_done) s->on_done(s, pc_fault_status(&s->fault), s->done_arg);
     }
 }
 
@@ -379,7 +388,8 @@ int pc_sched_start(pc_sched_t *s, const pc_issuer_t *iss)
     if (!s->committed || s->running) return PCOLL_ERR_INTERNAL;
     s->ready_head = s->ready_tail = 0;
     s->ndone = 0;
-    s->status = PCOLL_SUCCESS;
+    s->aborted = 0;
+    pc_fault_clear(&s->fault);
     s->running = 1;
     for (int i = 0; i < s->nsteps; i++) {
         step_t *st = &s->steps[i];
@@ -400,13 +410,75 @@ void pc_sched_step_done(pc_sched_t *s, int step, int status, const pc_issuer_t *
     if (!s->draining) drain(s, iss);
 }
 
-int pc_sched_nsteps(const pc_sched_t *s) { return s->nsteps; }
-void pc_sched_set_tag_base(pc_sched_t *s, int tag_base) { s->tag_base = tag_base; }
-void pc_sched_record_error(pc_sched_t *s, int status)
+void pc_sched_abort(pc_sched_t *s, int status)
 {
-    if (!s->status) s->status = status;
+    pc_sched_fail_run(s, status, "abandoned: %s", pcoll_strerror(status));
+    s->aborted = 1;
 }
-int pc_sched_tag_base(const pc_sched_t *s) { return s->tag_base; }
+
+int pc_sched_nsteps(const pc_sched_t *s) { return s->nsteps; }
+
+void pc_sched_bind_ranks(pc_sched_t *s, const int *ranks) { s->ranks = ranks; }
+int pc_sched_peer_rank(const pc_sched_t *s, int index) { return s->ranks ? s->ranks[index] : index; }
+
+void pc_sched_set_tags(pc_sched_t *s, int recv_base, const int *send_bases)
+{
+    s->recv_base = recv_base;
+    s->send_bases = send_bases;
+}
+
+int pc_sched_step_tag(const pc_sched_t *s, int i, uint32_t step_mask)
+{
+    const step_t *st = &s->steps[i];
+    int base = st->kind == PC_STEP_SEND && s->send_bases ? s->send_bases[st->peer] : s->recv_base;
+    return base | (int)((uint32_t)st->tagstep & step_mask);
+}
+
+void pc_sched_fail_run(pc_sched_t *s, int status, const char *fmt, ...)
+{
+    if (status == PCOLL_SUCCESS || pc_fault_status(&s->fault) != PCOLL_SUCCESS) return;
+    char msg[sizeof s->fault.msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pc_fault_set(&s->fault, status, "%s", msg);
+}
+
+int pc_sched_status(const pc_sched_t *s) { return pc_fault_status(&s->fault); }
+const pc_fault_t *pc_sched_fault(const pc_sched_t *s) { return &s->fault; }
+
+/* appends peer to the ascending set out[0..*n) unless it is there */
+static void add_peer(int *out, int *n, int max, int peer)
+{
+    int at = 0;
+    while (at < *n && out[at] < peer) at++;
+    if ((at < *n && out[at] == peer) || *n == max) return;
+    for (int k = *n; k > at; k--) out[k] = out[k - 1];
+    out[at] = peer;
+    (*n)++;
+}
+
+int pc_sched_peers(const pc_sched_t *s, pc_step_kind_t kind, int *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < s->nsteps; i++)
+        if (s->steps[i].kind == kind) add_peer(out, &n, max, s->steps[i].peer);
+    return n;
+}
+
+int pc_sched_waiting_on(const pc_sched_t *s, int *out, int max)
+{
+    int n = 0;
+    if (!s->running) return 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        const step_t *st = &s->steps[i];
+        if ((st->kind == PC_STEP_SEND || st->kind == PC_STEP_RECV) && st->fired && !st->done)
+            add_peer(out, &n, max, st->peer);
+    }
+    return n;
+}
+
 int32_t *pc_sched_step_aux(pc_sched_t *s, int i) { return &s->steps[i].aux; }
 int pc_sched_running(const pc_sched_t *s) { return s->running; }
 pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int i) { return (pc_step_kind_t)s->steps[i].kind; }
@@ -429,7 +501,7 @@ static void describe(const pc_sched_t *s, int i, char *buf, size_t len)
     switch ((pc_step_kind_t)st->kind) {
     case PC_STEP_SEND:
     case PC_STEP_RECV:
-        snprintf(buf, len, "%s %zuB %s rank %d tagstep %d slot%u+%zu", kind_name(st->kind), st->n,
+        snprintf(buf, len, "%s %zuB %s index %d tagstep %d slot%u+%zu", kind_name(st->kind), st->n,
                  st->kind == PC_STEP_SEND ? "to" : "from", st->peer, st->tagstep, st->a.slot, st->a.off);
         break;
     case PC_STEP_REDUCE:

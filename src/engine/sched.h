@@ -10,6 +10,11 @@
  *             when every step has completed; the schedule can then be started
  *             again (re-armed) for the next round.
  *
+ * Peers are group indices: a schedule built for "index `me` of a group of n"
+ * serves every group of that size.  Each run binds the group map (index ->
+ * rank, pc_sched_bind_ranks) and the tags (pc_sched_set_tags): receives use
+ * the run's own tag base, sends the base of their destination (engine/tags.h).
+ *
  * A step is issued when all its dependencies completed (AND), or, when marked
  * OR, at the first one; either way it runs at most once per run (consumable).
  * This file has no MPI in it: the issuer is the engine, or a test's loopback.
@@ -22,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../util/error.h"
 #include "pcoll.h"
 
 typedef enum pc_step_kind {
@@ -87,11 +93,25 @@ int pc_sched_commit(pc_sched_t *s);
 /* ---- running ---- */
 void pc_sched_bind(pc_sched_t *s, uint32_t slot, void *ptr);
 void pc_sched_on_done(pc_sched_t *s, pc_sched_done_fn fn, void *arg);
-/* Tags of this run's messages are tag_base | tagstep (the issuer's business). */
-void pc_sched_set_tag_base(pc_sched_t *s, int tag_base);
-int pc_sched_tag_base(const pc_sched_t *s);
-/* Makes the current run finish with this status (first error wins). */
-void pc_sched_record_error(pc_sched_t *s, int status);
+/* The group map of the next runs: ranks[i] is the rank of group index i
+ * (NULL: index i is rank i).  The array must outlive the runs. */
+void pc_sched_bind_ranks(pc_sched_t *s, const int *ranks);
+int pc_sched_peer_rank(const pc_sched_t *s, int index);
+/* Tags of the next runs: a receive uses recv_base | tagstep, a send to index
+ * i send_bases[i] | tagstep (send_bases NULL: recv_base as well).  The array
+ * must outlive the runs. */
+void pc_sched_set_tags(pc_sched_t *s, int recv_base, const int *send_bases);
+int pc_sched_step_tag(const pc_sched_t *s, int step, uint32_t step_mask);
+/* Makes the current run finish with this status and message (the first
+ * failure of a run wins). */
+void pc_sched_fail_run(pc_sched_t *s, int status, const char *fmt, ...) PC_PRINTF(3, 4);
+/* The status of the current (or last) run and what failed. */
+int pc_sched_status(const pc_sched_t *s);
+const pc_fault_t *pc_sched_fault(const pc_sched_t *s);
+/* Abandons the current run: steps that become ready are completed with
+ * `status` without being posted or run (nothing touches the buffers any
+ * more); on_done fires once the steps posted before have completed. */
+void pc_sched_abort(pc_sched_t *s, int status);
 /* Re-arms every counter and issues the steps without dependencies. */
 int pc_sched_start(pc_sched_t *s, const pc_issuer_t *iss);
 /* Reports a communication step finished (status != 0: it failed). */
@@ -103,7 +123,15 @@ int pc_sched_running(const pc_sched_t *s);
 pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int step);
 void *pc_sched_step_buf(const pc_sched_t *s, int step); /* send/recv buffer */
 size_t pc_sched_step_bytes(const pc_sched_t *s, int step);
-int pc_sched_step_peer(const pc_sched_t *s, int step);
+int pc_sched_step_peer(const pc_sched_t *s, int step); /* group index */
+/* The distinct group indices this schedule sends to (kind PC_STEP_SEND) or
+ * receives from (PC_STEP_RECV), ascending, into out (at most max, the group
+ * size is enough); returns how many were stored. */
+int pc_sched_peers(const pc_sched_t *s, pc_step_kind_t kind, int *out, int max);
+/* Group indices of the messages of the running run that are posted and not
+ * complete (what the run waits for), ascending; returns how many were stored
+ * (at most max). */
+int pc_sched_waiting_on(const pc_sched_t *s, int *out, int max);
 int pc_sched_step_tagstep(const pc_sched_t *s, int step);
 int32_t *pc_sched_step_aux(pc_sched_t *s, int step); /* free for the issuer's use */
 void *pc_sched_slot(const pc_sched_t *s, uint32_t slot);

@@ -11,7 +11,10 @@
 
 int pc_parse_long(const char *text, long min, long max, long *out)
 {
-    if (!text || !*text) return -1;
+    /* strict: an optional '-', digits, nothing else (strtol alone would
+     * accept leading blanks and a '+') */
+    if (!text || !(isdigit((unsigned char)text[0]) || (text[0] == '-' && isdigit((unsigned char)text[1]))))
+        return -1;
     char *end = NULL;
     errno = 0;
     long v = strtol(text, &end, 10);
@@ -22,7 +25,7 @@ int pc_parse_long(const char *text, long min, long max, long *out)
 
 int pc_parse_double(const char *text, double *out)
 {
-    if (!text || !*text) return -1;
+    if (!text || !*text || isspace((unsigned char)text[0])) return -1;
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);

@@ -204,8 +204,10 @@ static int net_post(void *self, pc_sched_t *s, int step)
     }
     int me = rank_of_sched(net, s);
     int is_send = pc_sched_step_kind(s, step) == PC_STEP_SEND;
-    msg_t m = {is_send ? me : pc_sched_step_peer(s, step), is_send ? pc_sched_step_peer(s, step) : me,
-               pc_sched_step_tagstep(s, step), is_send, step, s};
+    /* the peer is a group index: the bound group map makes it a rank; the
+     * tag is the receiver's (sends use the destination's base) */
+    int peer = pc_sched_peer_rank(s, pc_sched_step_peer(s, step));
+    msg_t m = {is_send ? me : peer, is_send ? peer : me, pc_sched_step_tag(s, step, 31), is_send, step, s};
     net->m[net->n++] = m;
     return PCOLL_SUCCESS;
 }
@@ -267,8 +269,17 @@ static long loopback_runs;
 static void loopback_allreduce(int n, size_t count, pcoll_allreduce_algo_t algo, pcoll_op_t op, int inplace,
                                rng_t *r)
 {
-    int *ranks = malloc(sizeof(int) * (size_t)n);
+    /* the group: the simulated ranks in a random order; group index i is
+     * rank ranks[i], and every rank numbers its receives with its own tag
+     * base (as member-agreed ids do, engine/tags.h) */
+    int *ranks = malloc(sizeof(int) * (size_t)n), *bases = malloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) ranks[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rng_below(r, (uint64_t)i + 1), t = ranks[i];
+        ranks[i] = ranks[j];
+        ranks[j] = t;
+    }
+    for (int i = 0; i < n; i++) bases[i] = (ranks[i] + 1) << 5;
     int64_t **in = malloc(sizeof(void *) * (size_t)n), **out = malloc(sizeof(void *) * (size_t)n);
     int64_t *expect = calloc(count + 1, sizeof(int64_t));
     net_t net = {0};
@@ -283,8 +294,13 @@ static void loopback_allreduce(int n, size_t count, pcoll_allreduce_algo_t algo,
             expect[e] += in[i][e];
         }
         if (inplace) memcpy(out[i], in[i], sizeof(int64_t) * count);
-        pc_allreduce_spec_t sp = {n, ranks, i, count, PCOLL_INT64, op, inplace};
+        /* simulated rank ranks[g] is group index g */
+        int g = 0;
+        while (ranks[g] != i) g++;
+        pc_allreduce_spec_t sp = {n, g, count, PCOLL_INT64, op, inplace};
         CHECK(pc_allreduce_build(&sp, algo, &net.scheds[i]) == PCOLL_SUCCESS);
+        pc_sched_bind_ranks(net.scheds[i], ranks);
+        pc_sched_set_tags(net.scheds[i], bases[g], bases);
         pc_sched_bind(net.scheds[i], PC_SLOT_IN, inplace ? NULL : in[i]);
         pc_sched_bind(net.scheds[i], PC_SLOT_OUT, out[i]);
         pc_sched_on_done(net.scheds[i], count_done, NULL);
@@ -312,6 +328,7 @@ static void loopback_allreduce(int n, size_t count, pcoll_allreduce_algo_t algo,
     free(out);
     free(expect);
     free(ranks);
+    free(bases);
     free(net.scheds);
     free(net.m);
     loopback_runs++;

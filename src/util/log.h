@@ -1,6 +1,6 @@
 /* Logging to stderr, filtered by a process-wide level (PCOLL_LOG_LEVEL). */
-#ifndef PC_CORE_LOG_H
-#define PC_CORE_LOG_H
+#ifndef PC_UTIL_LOG_H
+#define PC_UTIL_LOG_H
 
 #include "pcoll.h"
 #include "error.h"

@@ -1,0 +1,99 @@
+#include "agree.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/error.h"
+
+/* Appends "r, r, ..." of the ranks whose value at column `col` equals v
+ * (at most 8 named, then "and N more"). */
+static void list_ranks(const int64_t *all, int P, int width, int col, int64_t v, char *buf, size_t len)
+{
+    size_t at = strlen(buf);
+    int named = 0, more = 0;
+    for (int r = 0; r < P; r++) {
+        if (all[(size_t)r * (size_t)width + (size_t)col] != v) continue;
+        if (named < 8) {
+            at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%d", named ? ", " : "", r);
+            named++;
+        } else {
+            more++;
+        }
+    }
+    if (more) snprintf(buf + at, at < len ? len - at : 0, " and %d more", more);
+}
+
+static const char *value_text(const pc_agree_field_t *f, int64_t v, char *buf, size_t len)
+{
+    if (f->text) return f->text(v, buf, len);
+    snprintf(buf, len, "%lld", (long long)v);
+    return buf;
+}
+
+int pc_agree(MPI_Comm comm, const char *fn, int status, int bad, const pc_agree_field_t *fields, int nfields,
+             int differ_status)
+{
+    int P = 1, me = 0;
+    MPI_Comm_size(comm, &P);
+    MPI_Comm_rank(comm, &me);
+    int width = nfields + 2;
+    int64_t *all = malloc(sizeof(int64_t) * (size_t)width * (size_t)P);
+    /* first who failed (the lowest rank with the lowest status), which any
+     * rank can say without memory; then, if nobody did, the values */
+    if (!all && status == PCOLL_SUCCESS)
+        status = pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the arguments against the other ranks");
+    struct {
+        int status, rank;
+    } in = {status, me}, worst = {0, 0};
+    int rc = MPI_Allreduce(&in, &worst, 1, MPI_2INT, MPI_MINLOC, comm);
+    if (rc == MPI_SUCCESS && worst.status != PCOLL_SUCCESS) {
+        int field = bad;
+        rc = MPI_Bcast(&field, 1, MPI_INT, worst.rank, comm);
+        free(all);
+        if (status != PCOLL_SUCCESS) return status; /* our own message says why */
+        const char *what = rc == MPI_SUCCESS && field >= 0 && field < nfields ? fields[field].name : NULL;
+        return pc_error(worst.status, fn, "it failed at rank %d%s%s (%s there); every rank fails", worst.rank,
+                        what ? ", " : "", what ? what : "", pcoll_strerror(worst.status));
+    }
+    if (rc != MPI_SUCCESS) {
+        free(all);
+        return status ? status : pc_mpi_error(rc, fn, "MPI_Allreduce (checking the call against the other ranks)");
+    }
+    int64_t *mine = all + (size_t)me * (size_t)width;
+    mine[0] = status;
+    mine[1] = bad;
+    for (int i = 0; i < nfields; i++) mine[2 + i] = fields[i].value;
+    rc = MPI_Allgather(MPI_IN_PLACE, width, MPI_INT64_T, all, width, MPI_INT64_T, comm);
+    if (rc != MPI_SUCCESS) {
+        free(all);
+        return pc_mpi_error(rc, fn, "MPI_Allgather (checking the arguments against the other ranks)");
+    }
+    int result = PCOLL_SUCCESS;
+    for (int i = 0; i < nfields && result == PCOLL_SUCCESS; i++) {
+        if (!fields[i].must_agree) continue;
+        int64_t v0 = all[2 + i];
+        int differs = 0;
+        for (int r = 1; r < P; r++) differs |= all[(size_t)r * (size_t)width + 2 + (size_t)i] != v0;
+        if (!differs) continue;
+        /* "name differs between ranks: A at rank(s) 0, 2; B at rank(s) 1" (each value once) */
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s differs between ranks:", fields[i].name);
+        int shown = 0;
+        for (int r = 0; r < P && shown < 4; r++) {
+            int64_t v = all[(size_t)r * (size_t)width + 2 + (size_t)i];
+            int seen = 0;
+            for (int q = 0; q < r; q++) seen |= all[(size_t)q * (size_t)width + 2 + (size_t)i] == v;
+            if (seen) continue;
+            char val[64];
+            size_t at = strlen(msg);
+            snprintf(msg + at, sizeof msg - at, "%s %s at rank(s) ", shown ? ";" : "",
+                     value_text(&fields[i], v, val, sizeof val));
+            list_ranks(all, P, width, 2 + i, v, msg, sizeof msg);
+            shown++;
+        }
+        result = pc_error(differ_status, fn, "%s; every rank must call it alike", msg);
+    }
+    free(all);
+    return result;
+}

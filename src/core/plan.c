@@ -1,0 +1,123 @@
+/*
+ * Persistent allreduce plans (as MPI-4's persistent collectives): the
+ * schedule is built and the members' receive ids exchanged once, at
+ * pcoll_allreduce_init; every pcoll_start reruns the same schedule with the
+ * same buffers and tags, allocating nothing.
+ *
+ *   pcoll_allreduce_init     check, build, HELLO to every member with this
+ *                            rank's id and the arguments; wait for every
+ *                            member's (a disagreement fails everywhere)
+ *   pcoll_start              post the plan's own request (its task is
+ *     pcoll_wait / test      embedded): the schedule runs with the tags of
+ *                            the init; the request is the plan's, never freed
+ *   pcoll_plan_free          the id back to the pool (after the last start
+ *                            completed here every message for it arrived)
+ *
+ * One start at a time: the previous one must have completed, so messages of
+ * consecutive starts are kept apart by MPI's order (tags.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/error.h"
+#include "op.h"
+
+struct pcoll_plan {
+    pcoll_t *ctx;
+    pcoll_request_t *req; /* the init's, then every start's */
+    int started;          /* a start was posted */
+};
+
+int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                         pcoll_op_t op, const int *group, int group_size, pcoll_plan_t **out)
+{
+    if (!out) return PC_ERR(PCOLL_ERR_NULL, "plan (the output pointer) is NULL");
+    *out = NULL;
+    int rc = pc_ctx_check(ctx, __func__);
+    if (rc != PCOLL_SUCCESS) return rc;
+    pcoll_plan_t *plan = calloc(1, sizeof *plan);
+    pcoll_request_t *req = calloc(1, sizeof *req);
+    if (!plan || !req) {
+        free(plan);
+        free(req);
+        return PC_ERR(PCOLL_ERR_NOMEM, "no memory for a plan");
+    }
+    req->ctx = ctx;
+    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, __func__, req);
+    if (rc != PCOLL_SUCCESS) {
+        free(plan);
+        free(req);
+        return rc;
+    }
+    req->persistent = 1;
+    plan->ctx = ctx;
+    plan->req = req;
+    pc_op_post(req, 1);
+    rc = pc_op_wait(req, __func__);
+    if (rc == PCOLL_ERR_TIMEOUT) {
+        pc_op_zombie(req);
+        free(plan);
+        return rc;
+    }
+    if ((rc = pc_fault_raise(&req->fault, __func__)) != PCOLL_SUCCESS) {
+        /* every member saw the disagreement (each sees every HELLO): nobody
+         * sends to our id */
+        pthread_mutex_lock(&ctx->lock);
+        pc_idpool_put(&ctx->ids, req->my_id);
+        pc_groups_put(&ctx->groups, req->group);
+        pthread_mutex_unlock(&ctx->lock);
+        pc_built_free(&req->b);
+        free(req->send_bases);
+        free(req);
+        free(plan);
+        return rc;
+    }
+    req->kind = PC_OP_PLAN_START;
+    *out = plan;
+    return PCOLL_SUCCESS;
+}
+
+int pcoll_start(pcoll_plan_t *plan, pcoll_request_t **out)
+{
+    if (!plan || !out) return PC_ERR(PCOLL_ERR_NULL, "%s is NULL", !plan ? "plan" : "req");
+    pcoll_request_t *req = plan->req;
+    *out = NULL;
+    if (req->abandoned)
+        return PC_ERR(PCOLL_ERR_STATE, "an earlier start of this plan timed out: the plan can only be freed");
+    if (plan->started && !atomic_load(&req->done))
+        return PC_ERR(PCOLL_ERR_STATE, "the previous start of this plan has not completed (pcoll_wait for it first)");
+    pcoll_t *ctx = plan->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    req->group->active++;
+    pthread_mutex_unlock(&ctx->lock);
+    atomic_store(&req->done, 0);
+    pc_fault_clear(&req->fault);
+    plan->started = 1;
+    pc_op_post(req, 0);
+    *out = req;
+    return PCOLL_SUCCESS;
+}
+
+int pcoll_plan_free(pcoll_plan_t **pplan)
+{
+    if (!pplan || !*pplan) return PC_ERR(PCOLL_ERR_NULL, "plan is NULL");
+    pcoll_plan_t *plan = *pplan;
+    pcoll_request_t *req = plan->req;
+    pcoll_t *ctx = plan->ctx;
+    if (req->abandoned) { /* a start timed out: MPI may still use the buffers */
+        pc_op_zombie(req);
+    } else {
+        if (plan->started && !atomic_load(&req->done))
+            return PC_ERR(PCOLL_ERR_STATE, "a start of this plan is still in flight (pcoll_wait for it first)");
+        pthread_mutex_lock(&ctx->lock);
+        pc_idpool_put(&ctx->ids, req->my_id);
+        pc_groups_put(&ctx->groups, req->group);
+        pthread_mutex_unlock(&ctx->lock);
+        pc_built_free(&req->b);
+        free(req->send_bases);
+        free(req);
+    }
+    free(plan);
+    *pplan = NULL;
+    return PCOLL_SUCCESS;
+}

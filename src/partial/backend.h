@@ -1,0 +1,178 @@
+/*
+ * Data-phase backends of partial rounds: where a rank's pending
+ * contribution lives, how an activated round takes every rank's part and
+ * sums them, and how the result reaches each rank.  One is chosen when the
+ * object is created and used through this interface only:
+ *
+ *   backend_shm.c   every rank on one node: pending buffers, activation
+ *                   records and results in node-shared memory; any rank
+ *                   takes the parts and sums; no messages at all
+ *   backend_msg.c   anything else: pending in process memory, activation
+ *                   broadcast over links (algo/activation.h), an allreduce
+ *                   schedule over all ranks per round, FIN at the end
+ *
+ *   driver (driver.c)                       backend
+ *   -----------------                       -------
+ *   contribute / waiting / want   ----->    (application thread)
+ *   activate(round, root, flags)  ----->    (token holder)
+ *                                 <-----    env.activated: first activation
+ *                                           of a round seen here
+ *                                 <-----    env.completed: a round's result
+ *   close(last round)             ----->
+ *                                 <-----    env.drained: no traffic left
+ *
+ * A round's data is count + 2 elements of the object's type: the
+ * contribution, then a trailer [active, contributions] that each rank fills
+ * for its part and the sum totals (pc_trailer_*).
+ */
+#ifndef PC_PARTIAL_BACKEND_H
+#define PC_PARTIAL_BACKEND_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/context.h"
+#include "../core/service.h"
+#include "../engine/progress.h"
+#include "pcoll.h"
+
+/* Every control message of an object starts with this; the driver fills
+ * the head and routes types >= PC_MSG_BACKEND to the backend. */
+typedef struct pc_obj_msg {
+    pc_svc_head_t head; /* PC_SVC_OBJECT, the object's channel and id */
+    uint32_t type;      /* PC_MSG_* */
+    uint32_t flags;     /* PC_ROUND_* (policy.h) */
+    uint64_t round;
+    int32_t root;       /* initiator, or sender */
+    int32_t counted;    /* 1: a bitmap of P bits follows */
+} pc_obj_msg_t;
+
+enum {
+    PC_MSG_WAIT = 1,      /* to the leader: my application waits for round */
+    PC_MSG_FLUSH = 2,     /* to the leader: I am flushing                   */
+    PC_MSG_FREE = 3,      /* to the leader: I am freeing the object         */
+    PC_MSG_BACKEND = 16,  /* and above: the backend's own                   */
+    PC_MSG_ACTIVATE = 16, /* backend_msg: round, flags, root, [counted]     */
+    PC_MSG_FIN = 17       /* backend_msg: the sender's last message on a link */
+};
+
+/* What a backend knows of its object, and how it reports back. */
+typedef struct pc_backend_env {
+    pcoll_t *ctx;
+    pc_engine_t *engine;
+    int P, me;
+    size_t count;
+    pcoll_dtype_t dtype;
+    size_t esize, bytes; /* bytes = (count + 2) * esize */
+    pcoll_contrib_mode_t mode;
+    uint32_t channel;    /* of the object (engine/tags.h) */
+    uint64_t object;     /* the object's id */
+    size_t bitmap_bytes; /* (P + 7) / 8 */
+    /* the driver's side, called on the token holder */
+    void *owner;
+    void (*activated)(void *owner, uint64_t round, uint32_t flags);
+    /* buf (bytes) is the round's result; the driver takes it over */
+    void (*completed)(void *owner, uint64_t round, void *buf, int root, uint32_t flags, int parked);
+    void (*drained)(void *owner);
+    void (*failed)(void *owner, int status, const char *what);
+    /* send one of the backend's control messages (the driver routes the
+     * answers back through ops->message) */
+    int (*send)(void *owner, int peer, void *msg, size_t bytes);
+    /* spare buffers of `bytes` (NULL: no memory), any thread */
+    void *(*buffer)(void *owner);
+    void (*release)(void *owner, void *buf);
+} pc_backend_env_t;
+
+typedef struct pc_backend pc_backend_t;
+typedef struct pc_stall_probe pc_stall_probe_t;
+
+typedef struct pc_backend_ops {
+    const char *name; /* pcoll_partial_data_phase() */
+
+    /* -- the application thread (one at a time) -- */
+    /* Adds (ACCUMULATE) or copies (REPLACE) the contribution (NULL: none)
+     * into pending, then calls choose(arg, taken) with no take of this
+     * rank's part in between: taken is the round that will take the
+     * contribution; if choose returns nonzero the application waits for that
+     * round, and the rank counts as active in it.  Returns taken. */
+    uint64_t (*contribute)(pc_backend_t *b, const void *contribution, int (*choose)(void *arg, uint64_t taken),
+                           void *arg);
+    /* The application waits in the library for every round from now on
+     * (flush, free), or no longer (on = 0). */
+    void (*waiting)(pc_backend_t *b, int on);
+    /* Wake this rank's waiting thread once `done` reaches round (0: no). */
+    void (*want)(pc_backend_t *b, uint64_t round);
+
+    /* -- any thread -- */
+    uint64_t (*done)(const pc_backend_t *b);      /* rounds whose result exists */
+    uint64_t (*activated)(const pc_backend_t *b); /* rounds activated */
+
+    /* -- the token holder -- */
+    void (*open)(pc_backend_t *b);
+    /* Activates round r here (from_link: the link an activation message
+     * came on, -1 for a local decision).  Returns 1 if this was its first
+     * activation here, 0 if known, -1 if impossible (logged). */
+    int (*activate)(pc_backend_t *b, uint64_t r, int root, uint32_t flags, const unsigned char *counted, int from_link);
+    /* Moves rounds along (start, help, complete) as far as they can go. */
+    void (*kick)(pc_backend_t *b);
+    /* One of its own control messages, from rank src. */
+    void (*message)(pc_backend_t *b, int src, const void *msg, size_t bytes);
+    /* The last round completed here: end the traffic, then env.drained. */
+    void (*close)(pc_backend_t *b);
+    /* Stall report: what the data phase of round r waits for. */
+    void (*describe)(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p);
+    /* Collective for the node-shared backend. */
+    void (*destroy)(pc_backend_t *b);
+} pc_backend_ops_t;
+
+struct pc_backend {
+    const pc_backend_ops_t *ops;
+    pc_backend_env_t env;
+};
+
+/* Collective over comm: a node-shared backend if `use` at every rank, two
+ * ranks or more, all on one node, every rank's doorbell reachable and a free
+ * kick key; else *out = NULL (and PCOLL_SUCCESS). */
+int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pc_backend_t **out);
+/* Local: the message backend, with an allreduce of this algorithm. */
+int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t algo, pc_backend_t **out);
+
+/* ---- the round's data format ---- */
+
+static inline void pc_store_int(void *at, pcoll_dtype_t t, int64_t v)
+{
+    switch (t) {
+    case PCOLL_FLOAT32: *(float *)at = (float)v; break;
+    case PCOLL_FLOAT64: *(double *)at = (double)v; break;
+    case PCOLL_INT32: *(int32_t *)at = (int32_t)v; break;
+    default: *(int64_t *)at = v; break;
+    }
+}
+
+static inline int64_t pc_load_int(const void *at, pcoll_dtype_t t)
+{
+    switch (t) {
+    case PCOLL_FLOAT32: return (int64_t)*(const float *)at;
+    case PCOLL_FLOAT64: return (int64_t)*(const double *)at;
+    case PCOLL_INT32: return *(const int32_t *)at;
+    default: return *(const int64_t *)at;
+    }
+}
+
+static inline void pc_trailer_set(const pc_backend_env_t *env, void *buf, int64_t active, int64_t contributions)
+{
+    char *t = (char *)buf + env->count * env->esize;
+    pc_store_int(t, env->dtype, active);
+    pc_store_int(t + env->esize, env->dtype, contributions);
+}
+
+static inline void pc_trailer_get(const pc_backend_env_t *env, const void *buf, int64_t *active,
+                                  int64_t *contributions)
+{
+    const char *t = (const char *)buf + env->count * env->esize;
+    *active = pc_load_int(t, env->dtype);
+    *contributions = pc_load_int(t + env->esize, env->dtype);
+}
+
+#endif

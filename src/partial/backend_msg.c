@@ -1,0 +1,412 @@
+/*
+ * The message backend of partial rounds (backend.h): for objects whose ranks
+ * do not all share one node.
+ *
+ *   activation (any rank, any time)          data phase, strictly in order
+ *   --------------------------------         -----------------------------
+ *   activate(r, root)                        start r when it is activated,
+ *   message on link h: activate(r, ...)  ->  round r-1 is complete here and
+ *     forward on unused links above h        the application is not writing
+ *     (algo/activation.c)                    its contribution:
+ *                                              take pending, write trailer,
+ *                                              allreduce in place over all
+ *                                              ranks (channel, round r)
+ *                                            done: env.completed, start r+1
+ *
+ * At most two rounds are in play at a rank: the one running and the next (an
+ * initiator of r+1 has finished r, which needed every rank's part of r), so
+ * activation state lives in two slots, r % 2.
+ *
+ * End of life: after the last round completed here, this rank sends FIN on
+ * each of its links and ignores activations from then on; it is drained
+ * once a FIN came in on each link (MPI keeps messages from one source in
+ * order, so nothing of this object can still be on its way).
+ *
+ * Locking: `lock` guards the fields shared with the application (marked
+ * (L)); the rest belongs to the token holder.  The application never holds
+ * the lock while it copies data, so the holder waits for it only as long as
+ * a few pointer swaps take.  Lock order: this lock, then the object's.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../algo/activation.h"
+#include "../algo/allreduce.h"
+#include "../core/stall.h"
+#include "../engine/reduce.h"
+#include "../util/log.h"
+#include "backend.h"
+#include "policy.h"
+
+typedef struct act_slot {
+    uint64_t round;
+    int activated;
+    int root;
+    uint32_t flags;
+    uint64_t used_links; /* links this rank already forwarded on */
+    int has_counted;
+    unsigned char *counted; /* ranks counted as parked by the leader */
+} act_slot_t;
+
+typedef struct msg_backend {
+    pc_backend_t base;
+    pthread_mutex_t lock;
+    void *pending;             /* (L) contributions not yet taken */
+    uint64_t pending_contribs; /* (L) contributions in pending (0: it is zero,
+                                      whatever its bytes; REPLACE: ever made) */
+    int adding;                /* (L) the application writes pending */
+    int start_deferred;        /* (L) a round waits for `adding` to clear */
+    uint64_t waiting_from;     /* (L) the application waits for rounds >= this
+                                      (UINT64_MAX: not) */
+    uint64_t activated_upto;   /* (L) rounds < this are activated here */
+    uint64_t rounds_started;   /* (L) rounds whose data phase began here */
+    atomic_ullong done;        /* rounds completed here */
+    /* token holder */
+    act_slot_t slot[2];
+    pc_sched_t *sched;         /* the data phase: an allreduce in place */
+    int running;
+    uint64_t running_round;
+    uint32_t running_flags;
+    int running_root, running_parked;
+    void *round_buf;
+    int finishing;             /* the last round is done: collecting FINs */
+    uint64_t fins_pending;     /* links whose FIN has not arrived (mask) */
+    pc_task_t kick_task;       /* a deferred start, posted by the application */
+    atomic_int kick_posted;
+} msg_backend_t;
+
+static msg_backend_t *M(pc_backend_t *b) { return (msg_backend_t *)b; }
+
+static uint64_t all_links(int P)
+{
+    int d = pc_act_ndims(P);
+    return d >= 64 ? ~0ULL : (1ULL << d) - 1;
+}
+
+static void try_start(msg_backend_t *m);
+
+static void kick_task(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    msg_backend_t *m = arg;
+    atomic_store(&m->kick_posted, 0);
+    try_start(m);
+}
+
+/* ---- the application thread ---- */
+
+static uint64_t msg_contribute(pc_backend_t *b, const void *contribution, int (*choose)(void *, uint64_t), void *arg)
+{
+    msg_backend_t *m = M(b);
+    const pc_backend_env_t *env = &b->env;
+    int kick = 0;
+    pthread_mutex_lock(&m->lock);
+    if (contribution) {
+        void *pending = m->pending;
+        uint64_t held = m->pending_contribs;
+        m->adding = 1; /* no round takes pending half-written */
+        pthread_mutex_unlock(&m->lock);
+        if (env->mode == PCOLL_ACCUMULATE && held > 0)
+            pc_reduce_sum(pending, pending, contribution, env->count, env->dtype);
+        else
+            memcpy(pending, contribution, env->count * env->esize);
+        pthread_mutex_lock(&m->lock);
+        m->adding = 0;
+        m->pending_contribs++;
+        kick = m->start_deferred;
+        m->start_deferred = 0;
+    }
+    uint64_t taken = m->rounds_started;
+    if (choose(arg, taken)) m->waiting_from = taken;
+    pthread_mutex_unlock(&m->lock);
+    /* a round waited for us to finish adding: the holder starts it now */
+    if (kick && !atomic_exchange(&m->kick_posted, 1)) pc_engine_post_task(env->engine, &m->kick_task, 0);
+    return taken;
+}
+
+static void msg_waiting(pc_backend_t *b, int on)
+{
+    msg_backend_t *m = M(b);
+    pthread_mutex_lock(&m->lock);
+    m->waiting_from = on ? m->rounds_started : UINT64_MAX;
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void msg_want(pc_backend_t *b, uint64_t round)
+{
+    (void)b; /* every completed round notifies the waiters */
+    (void)round;
+}
+
+static uint64_t msg_done(const pc_backend_t *b) { return atomic_load(&((const msg_backend_t *)b)->done); }
+
+static uint64_t msg_activated(const pc_backend_t *b)
+{
+    msg_backend_t *m = (msg_backend_t *)b;
+    pthread_mutex_lock(&m->lock);
+    uint64_t a = m->activated_upto;
+    pthread_mutex_unlock(&m->lock);
+    return a;
+}
+
+/* ---- activation ---- */
+
+static void msg_open(pc_backend_t *b) { M(b)->fins_pending = all_links(b->env.P); }
+
+static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flags, const unsigned char *counted,
+                        int from_link)
+{
+    msg_backend_t *m = M(b);
+    const pc_backend_env_t *env = &b->env;
+    if (m->finishing) return 0;
+    if (round < atomic_load(&m->done)) return 0; /* a late duplicate: everyone has it already */
+    act_slot_t *s = &m->slot[round % 2];
+    if (s->round != round) {
+        if (s->activated && s->round >= atomic_load(&m->done)) {
+            pc_log(PCOLL_LOG_ERROR, "partial: activation of round %llu while round %llu is pending (bug)",
+                   (unsigned long long)round, (unsigned long long)s->round);
+            return -1;
+        }
+        unsigned char *bits = s->counted;
+        memset(s, 0, sizeof *s);
+        s->counted = bits;
+        s->round = round;
+    }
+    int first = !s->activated;
+    PC_DEBUG("partial ch%u: activate round %llu root %d flags %u link %d first %d", env->channel,
+             (unsigned long long)round, root, flags, from_link, first);
+    if (first) {
+        s->activated = 1;
+        s->root = root;
+        s->flags = flags;
+        s->has_counted = counted != NULL;
+        if (counted) memcpy(s->counted, counted, env->bitmap_bytes);
+        pthread_mutex_lock(&m->lock);
+        if (m->activated_upto < round + 1) m->activated_upto = round + 1;
+        pthread_mutex_unlock(&m->lock);
+    }
+    uint64_t links = pc_act_forward_mask(env->P, from_link) & ~s->used_links;
+    s->used_links |= links;
+    if (links) {
+        size_t bytes = sizeof(pc_obj_msg_t) + (s->has_counted ? env->bitmap_bytes : 0);
+        _Alignas(pc_obj_msg_t) unsigned char stack[sizeof(pc_obj_msg_t) + 64]; /* P <= 512: no allocation */
+        pc_obj_msg_t *out = bytes <= sizeof stack ? (pc_obj_msg_t *)stack : malloc(bytes);
+        if (!out) {
+            env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to forward an activation");
+            return -1;
+        }
+        memset(out, 0, sizeof *out);
+        out->type = PC_MSG_ACTIVATE;
+        out->flags = s->flags;
+        out->round = round;
+        out->root = s->root;
+        out->counted = s->has_counted;
+        if (s->has_counted) memcpy(out + 1, s->counted, env->bitmap_bytes);
+        for (int k = 0; links; k++, links >>= 1)
+            if (links & 1) env->send(env->owner, pc_act_peer(env->P, env->me, k), out, bytes);
+        if ((unsigned char *)out != stack) free(out);
+    }
+    if (first) {
+        env->activated(env->owner, round, flags);
+        try_start(m);
+    }
+    return first;
+}
+
+static void msg_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
+{
+    msg_backend_t *m = M(b);
+    const pc_backend_env_t *env = &b->env;
+    const pc_obj_msg_t *h = msg;
+    int link = pc_act_dim_from(env->P, env->me, src);
+    if (link < 0) {
+        pc_log(PCOLL_LOG_ERROR, "partial: activation from rank %d, which is not a link source", src);
+        return;
+    }
+    if (h->type == PC_MSG_FIN) {
+        m->fins_pending &= ~(1ULL << link);
+        if (m->finishing && m->fins_pending == 0) env->drained(env->owner);
+    } else if (h->type == PC_MSG_ACTIVATE) {
+        if (h->counted && bytes < sizeof *h + env->bitmap_bytes) {
+            pc_log(PCOLL_LOG_ERROR, "partial: a truncated activation from rank %d", src);
+            return;
+        }
+        msg_activate(b, h->round, h->root, h->flags, h->counted ? (const unsigned char *)(h + 1) : NULL, link);
+    }
+}
+
+/* ---- data phase ---- */
+
+static void round_done(pc_sched_t *s, int status, void *arg);
+
+static void try_start(msg_backend_t *m)
+{
+    pc_backend_t *b = &m->base;
+    const pc_backend_env_t *env = &b->env;
+    if (m->finishing || m->running) return;
+    pthread_mutex_lock(&m->lock);
+    uint64_t r = m->rounds_started;
+    act_slot_t *slot = &m->slot[r % 2];
+    if (slot->round != r || !slot->activated) {
+        pthread_mutex_unlock(&m->lock);
+        return;
+    }
+    if (m->adding) { /* the application finishes its copy, then kicks us */
+        m->start_deferred = 1;
+        pthread_mutex_unlock(&m->lock);
+        return;
+    }
+    void *fresh = env->buffer(env->owner);
+    if (!fresh) {
+        pthread_mutex_unlock(&m->lock);
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the data of a round");
+        return;
+    }
+    void *buf;
+    int64_t contribs;
+    int zero = m->pending_contribs == 0; /* nothing ever put there: contribute zeros */
+    if (env->mode == PCOLL_ACCUMULATE) {
+        buf = m->pending; /* swapped out: the round takes everything pending */
+        m->pending = fresh;
+        contribs = (int64_t)m->pending_contribs;
+        m->pending_contribs = 0;
+    } else {
+        buf = fresh; /* REPLACE: the latest contribution stays for later rounds */
+        if (!zero) memcpy(buf, m->pending, env->count * env->esize);
+        contribs = 1;
+    }
+    /* active: waiting for this round here, or counted by the leader as parked
+     * in another call (then its data is as fresh as it gets) */
+    int parked = slot->has_counted && (slot->counted[env->me / 8] >> (env->me % 8)) & 1;
+    int active = r >= m->waiting_from || parked;
+    m->rounds_started = r + 1;
+    pthread_mutex_unlock(&m->lock);
+    PC_DEBUG("partial ch%u: start round %llu active %d contributions %lld", env->channel, (unsigned long long)r,
+             active, (long long)contribs);
+
+    if (zero) memset(buf, 0, env->count * env->esize);
+    pc_trailer_set(env, buf, active, contribs);
+    m->running = 1;
+    m->running_round = r;
+    m->running_flags = slot->flags;
+    m->running_root = slot->root;
+    m->running_parked = parked;
+    m->round_buf = buf;
+    pc_sched_bind(m->sched, PC_SLOT_OUT, buf);
+    pc_sched_set_tags(m->sched, pc_tag_base(pc_engine_tags(env->engine), env->channel, r), NULL);
+    pc_sched_on_done(m->sched, round_done, m);
+    int rc = pc_engine_run(env->engine, m->sched);
+    if (rc != PCOLL_SUCCESS) {
+        pc_sched_fail_run(m->sched, rc, "the round's schedule could not start");
+        round_done(m->sched, rc, m);
+    }
+}
+
+static void round_done(pc_sched_t *s, int status, void *arg)
+{
+    msg_backend_t *m = arg;
+    const pc_backend_env_t *env = &m->base.env;
+    m->running = 0;
+    if (status != PCOLL_SUCCESS) {
+        /* the round cannot be completed: the object fails (every call
+         * returns the error), and this rank's rounds stop here */
+        char what[400];
+        snprintf(what, sizeof what, "round %llu failed: %s", (unsigned long long)m->running_round,
+                 pc_sched_fault(s)->msg);
+        env->release(env->owner, m->round_buf);
+        env->failed(env->owner, status, what);
+        return;
+    }
+    uint64_t r = m->running_round;
+    atomic_store(&m->done, r + 1);
+    env->completed(env->owner, r, m->round_buf, m->running_root, m->running_flags, m->running_parked);
+    if (!m->finishing) try_start(m); /* completed() may have closed us (the last round) */
+}
+
+static void msg_kick(pc_backend_t *b) { try_start(M(b)); }
+
+static void msg_close(pc_backend_t *b)
+{
+    msg_backend_t *m = M(b);
+    const pc_backend_env_t *env = &b->env;
+    m->finishing = 1;
+    pc_obj_msg_t fin;
+    memset(&fin, 0, sizeof fin);
+    fin.type = PC_MSG_FIN;
+    fin.root = env->me;
+    for (int k = 0; k < pc_act_ndims(env->P); k++) env->send(env->owner, pc_act_peer(env->P, env->me, k), &fin, sizeof fin);
+    if (m->fins_pending == 0) env->drained(env->owner); /* no links (P = 1), or every FIN came first */
+}
+
+static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
+{
+    msg_backend_t *m = M(b);
+    const pc_backend_env_t *env = &b->env;
+    if (!m->running || m->running_round != r) return;
+    int *peers = malloc(sizeof(int) * (size_t)env->P);
+    if (!peers) return;
+    int k = pc_sched_waiting_on(m->sched, peers, env->P);
+    for (int i = 0; i < k; i++)
+        pc_probe_fallback(p, peers[i], "its part of the round has not arrived (its progress thread may be stopped)");
+    free(peers);
+}
+
+static void msg_destroy(pc_backend_t *b)
+{
+    msg_backend_t *m = M(b);
+    pc_sched_free(m->sched);
+    free(m->slot[0].counted);
+    free(m->slot[1].counted);
+    free(m->pending);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+static const pc_backend_ops_t msg_ops = {
+    .name = "messages",
+    .contribute = msg_contribute,
+    .waiting = msg_waiting,
+    .want = msg_want,
+    .done = msg_done,
+    .activated = msg_activated,
+    .open = msg_open,
+    .activate = msg_activate,
+    .kick = msg_kick,
+    .message = msg_message,
+    .close = msg_close,
+    .describe = msg_describe,
+    .destroy = msg_destroy,
+};
+
+int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t algo, pc_backend_t **out)
+{
+    msg_backend_t *m = calloc(1, sizeof *m);
+    if (!m) return PCOLL_ERR_NOMEM;
+    m->base.ops = &msg_ops;
+    m->base.env = *env;
+    pthread_mutex_init(&m->lock, NULL);
+    m->waiting_from = UINT64_MAX;
+    m->kick_task.fn = kick_task;
+    m->kick_task.arg = m;
+    atomic_init(&m->kick_posted, 0);
+    atomic_init(&m->done, 0);
+    m->pending = malloc(env->bytes);
+    m->slot[0].counted = calloc(env->bitmap_bytes, 1);
+    m->slot[1].counted = calloc(env->bitmap_bytes, 1);
+    int rc = m->pending && m->slot[0].counted && m->slot[1].counted ? PCOLL_SUCCESS : PCOLL_ERR_NOMEM;
+    if (rc == PCOLL_SUCCESS) {
+        /* an allreduce in place over every rank, trailer included */
+        pc_allreduce_spec_t spec = {env->P, env->me, env->count + 2, env->dtype, PCOLL_SUM, 1};
+        rc = pc_allreduce_build(&spec, algo, &m->sched);
+    }
+    if (rc != PCOLL_SUCCESS) {
+        m->sched = NULL;
+        msg_destroy(&m->base);
+        return rc;
+    }
+    pc_sched_bind_ranks(m->sched, NULL);
+    *out = &m->base;
+    return PCOLL_SUCCESS;
+}

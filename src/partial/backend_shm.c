@@ -1,0 +1,480 @@
+/*
+ * The node-shared backend of partial rounds (backend.h): when every rank
+ * shares one node, pending contributions, activations and results live in
+ * node-shared memory, so a round needs no message and wakes only the ranks
+ * that wait for it.
+ *
+ *   rank j's segment                      rank 0's segment, in addition
+ *   ----------------                      -----------------------------
+ *   state: taken | WAITING | ADDING |     activated, done: rounds so far
+ *          TAKING | cur                   record[r % 2]: root, flags, the
+ *   pending[0], pending[1]  (cur: the       leader's bitmap of parked ranks
+ *     one the application adds into)      parts[r % 2]: parts taken
+ *   want: kick me once done >= want       result[r % 2]: record + sum
+ *   consumed: results copied here
+ *
+ *   activate r (initiator / leader):  write record[r % 2], activated = r + 1
+ *   take j's part of r (anyone, while j's application is not adding):
+ *     flip j's cur, write the trailer (active = WAITING or counted as parked,
+ *     contributions) into the old pending buffer: it is j's deposit for r
+ *   the P-th part (or whoever finds the sum blocked and can do it):
+ *     result[r % 2] = sum of the deposits, done = r + 1, kick every j whose
+ *     want is due; round r + 1 next if activated
+ *   rank j, when kicked: copy result[c % 2] for each round c < done it has
+ *     not completed, consumed = c + 1 (env.completed)
+ *
+ * Only one round is taken at a time (round r's parts only once r - 1 is
+ * done), and at most two are activated and not done (a flush or free round
+ * may follow a running one), hence two records, deposits and results.  A
+ * result slot is summed into only when every rank has consumed the round it
+ * held before; a sum that finds a rank behind kicks it and is done by the
+ * first helper that finds the way clear.  An application that is adding
+ * when its part is taken is skipped; it gives its part itself when done.
+ *
+ * A rank learns of rounds through kicks on the object's key (a keyed poller,
+ * engine/progress.h): it costs nothing while nobody kicks, however many
+ * objects a rank has.
+ */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/stall.h"
+#include "../engine/nodemem.h"
+#include "../engine/reduce.h"
+#include "../util/log.h"
+#include "backend.h"
+#include "policy.h"
+
+#define LINE 64
+#define ROUND_UP(x) (((x) + LINE - 1) / LINE * LINE)
+
+/* a rank's state word: taken << ST_SHIFT | flags */
+enum { ST_CUR = 1, ST_ADDING = 2, ST_TAKING = 4, ST_WAITING = 8, ST_SHIFT = 4 };
+
+/* the head of every rank's segment */
+typedef struct rank_ctl {
+    atomic_ullong state;
+    uint64_t held[2]; /* contributions pending buffer b holds (0: it is zero)
+                         -- written by whoever has ADDING or TAKING set */
+    uint32_t deposit[2]; /* the buffer taken for the slot's round */
+    char pad1[LINE - sizeof(atomic_ullong) - 2 * sizeof(uint64_t) - 2 * sizeof(uint32_t)];
+    atomic_ullong want;     /* kick once done >= want (0: never) */
+    atomic_ullong consumed; /* rounds whose result this rank copied */
+    char pad2[LINE - 2 * sizeof(atomic_ullong)];
+} rank_ctl_t;
+
+/* what a round is: written at activation, copied with the result */
+typedef struct record {
+    uint64_t round;
+    int32_t root;
+    uint32_t flags;
+    int32_t has_counted;
+    int32_t unused;
+    /* followed by the bitmap of ranks counted as parked */
+} record_t;
+
+/* the rounds' shared state, in rank 0's segment */
+typedef struct node_ctl {
+    atomic_ullong activated; /* rounds activated */
+    char pad1[LINE - sizeof(atomic_ullong)];
+    atomic_ullong done;        /* rounds summed */
+    atomic_ullong sum_claimed; /* rounds whose sum someone took on */
+    atomic_uint parts[2];      /* parts taken for the slot's round */
+    atomic_ullong owner[2];    /* the slot's record is (being) written for owner - 1 */
+    atomic_ullong blocked;     /* rounds whose blocked sum woke the ranks behind */
+    char pad2[LINE - 5 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
+} node_ctl_t;
+
+typedef struct shm_backend {
+    pc_backend_t base;
+    pc_nodemem_t mem; /* mem.seg[rank]: that rank's segment */
+    int P, me;
+    int key;          /* the kick key (the same at every rank) */
+    size_t data_bytes; /* count elements */
+    size_t stride, rec_bytes;
+    node_ctl_t *nc;
+    unsigned char *record[2], *result[2]; /* result: a record, then the sum */
+    /* token holder */
+    uint64_t completed; /* rounds handed to the driver */
+    int closed;
+} shm_backend_t;
+
+static shm_backend_t *S(pc_backend_t *b) { return (shm_backend_t *)b; }
+static const shm_backend_t *CS(const pc_backend_t *b) { return (const shm_backend_t *)b; }
+
+static rank_ctl_t *ctl_of(const shm_backend_t *s, int rank) { return s->mem.seg[rank]; }
+
+static unsigned char *pending_of(const shm_backend_t *s, int rank, int b)
+{
+    return (unsigned char *)s->mem.seg[rank] + sizeof(rank_ctl_t) + (size_t)b * s->stride;
+}
+
+static int bit_of(const shm_backend_t *s, const unsigned char *rec, int rank)
+{
+    (void)s;
+    const record_t *h = (const record_t *)rec;
+    const unsigned char *bits = rec + sizeof(record_t);
+    return h->has_counted && ((bits[rank / 8] >> (rank % 8)) & 1);
+}
+
+static void kick(shm_backend_t *s, int rank) { pc_engine_kick(s->base.env.engine, rank, s->key); }
+
+/* ---- the application thread ---- */
+
+/* Sets `bit` in this rank's state once no taker holds it (takers are short). */
+static uint64_t acquire_own(shm_backend_t *s, uint64_t bit)
+{
+    rank_ctl_t *c = ctl_of(s, s->me);
+    uint64_t st = atomic_load(&c->state);
+    for (;;) {
+        if (st & ST_TAKING) {
+            sched_yield();
+            st = atomic_load(&c->state);
+        } else if (atomic_compare_exchange_weak(&c->state, &st, st | bit)) {
+            return st;
+        }
+    }
+}
+
+static uint64_t shm_contribute(pc_backend_t *b, const void *contribution, int (*choose)(void *, uint64_t), void *arg)
+{
+    shm_backend_t *s = S(b);
+    const pc_backend_env_t *env = &b->env;
+    rank_ctl_t *c = ctl_of(s, s->me);
+    uint64_t st = acquire_own(s, ST_ADDING); /* no take of our part from here ... */
+    /* the buffer was last read by the sum of an earlier round, which `done`
+     * published before a take made it current again: acquire that too (the
+     * take may have run in another process, out of a sanitizer's sight) */
+    (void)atomic_load(&s->nc->done);
+    if (contribution) {
+        int bi = (int)(st & ST_CUR);
+        unsigned char *dst = pending_of(s, s->me, bi);
+        if (env->mode == PCOLL_ACCUMULATE && c->held[bi] > 0)
+            pc_reduce_sum(dst, dst, contribution, env->count, env->dtype);
+        else
+            memcpy(dst, contribution, s->data_bytes);
+        c->held[bi]++;
+    }
+    uint64_t taken = st >> ST_SHIFT;
+    uint64_t set = choose(arg, taken) ? ST_WAITING : 0;
+    /* ... to here */
+    st = atomic_load(&c->state);
+    while (!atomic_compare_exchange_weak(&c->state, &st, (st & ~(uint64_t)ST_ADDING) | set)) {
+    }
+    /* a round may have skipped our part while we added: this rank's poller
+     * gives it */
+    kick(s, s->me);
+    return taken;
+}
+
+static void shm_waiting(pc_backend_t *b, int on)
+{
+    shm_backend_t *s = S(b);
+    if (on)
+        (void)acquire_own(s, ST_WAITING);
+    else
+        atomic_fetch_and(&ctl_of(s, s->me)->state, ~(uint64_t)ST_WAITING);
+}
+
+static void shm_want(pc_backend_t *b, uint64_t round)
+{
+    shm_backend_t *s = S(b);
+    atomic_store(&ctl_of(s, s->me)->want, round);
+    /* the round may be done already: this rank's poller looks now */
+    if (round) kick(s, s->me);
+}
+
+/* ---- any thread ---- */
+
+static uint64_t shm_done(const pc_backend_t *b) { return atomic_load(&CS(b)->nc->done); }
+static uint64_t shm_activated(const pc_backend_t *b) { return atomic_load(&CS(b)->nc->activated); }
+
+/* Takes rank j's part of round r unless it is taken or its application is
+ * adding (it gives the part itself then). */
+static int try_take(shm_backend_t *s, int j, uint64_t r)
+{
+    const pc_backend_env_t *env = &s->base.env;
+    rank_ctl_t *c = ctl_of(s, j);
+    uint64_t st = atomic_load(&c->state);
+    do {
+        if ((st >> ST_SHIFT) != r || (st & (ST_ADDING | ST_TAKING))) return 0;
+    } while (!atomic_compare_exchange_weak(&c->state, &st, st | ST_TAKING));
+    int bi = (int)(st & ST_CUR);
+    unsigned char *dep = pending_of(s, j, bi);
+    uint64_t held = c->held[bi];
+    int64_t contributions = (int64_t)held;
+    if (held == 0) memset(dep, 0, s->data_bytes);
+    if (env->mode == PCOLL_REPLACE) { /* the latest contribution stays pending */
+        memcpy(pending_of(s, j, !bi), dep, s->data_bytes);
+        c->held[!bi] = held;
+        contributions = 1;
+    } else {
+        c->held[!bi] = 0;
+    }
+    int active = (st & ST_WAITING) || bit_of(s, s->record[r % 2], j);
+    pc_trailer_set(env, dep, active, contributions);
+    c->deposit[r % 2] = (uint32_t)bi;
+    /* release: taken + 1, the other buffer is pending; WAITING as it is now */
+    uint64_t cur = st | ST_TAKING;
+    while (!atomic_compare_exchange_weak(&c->state, &cur, ((r + 1) << ST_SHIFT) | (cur & ST_WAITING) | (uint64_t)!bi)) {
+    }
+    atomic_fetch_add(&s->nc->parts[r % 2], 1);
+    return 1;
+}
+
+/* Sums round r if all its parts are in and its result slot is free. */
+static int try_sum(shm_backend_t *s, uint64_t r)
+{
+    const pc_backend_env_t *env = &s->base.env;
+    node_ctl_t *nc = s->nc;
+    int slot = (int)(r % 2);
+    if (atomic_load(&nc->parts[slot]) < (unsigned)s->P) return 0;
+    if (r >= 2) { /* the slot holds round r - 2 until every rank has copied it */
+        int clear = 1;
+        for (int j = 0; j < s->P; j++) clear &= atomic_load(&ctl_of(s, j)->consumed) >= r - 1;
+        if (!clear) {
+            /* the first to find round r blocked wakes those behind (once:
+             * each then copies, helps, and the last of them sums) */
+            uint64_t seen = atomic_load(&nc->blocked);
+            if (seen <= r && atomic_compare_exchange_strong(&nc->blocked, &seen, r + 1))
+                for (int j = 0; j < s->P; j++)
+                    if (atomic_load(&ctl_of(s, j)->consumed) < r - 1) kick(s, j);
+            return 0;
+        }
+    }
+    uint64_t expect = r;
+    if (!atomic_compare_exchange_strong(&nc->sum_claimed, &expect, r + 1)) return 0;
+    /* acquire every rank's state: each deposit was written under an ADDING
+     * or TAKING bit that a release on the state cleared (the takes since are
+     * read-modify-writes: the release sequence goes on) */
+    for (int j = 0; j < s->P; j++) (void)atomic_load(&ctl_of(s, j)->state);
+    unsigned char *res = s->result[slot], *sum = res + s->rec_bytes;
+    memcpy(res, s->record[slot], s->rec_bytes);
+    const void *first = pending_of(s, 0, (int)ctl_of(s, 0)->deposit[slot]);
+    const void *second = pending_of(s, 1, (int)ctl_of(s, 1)->deposit[slot]);
+    pc_reduce_sum(sum, first, second, env->count + 2, env->dtype);
+    for (int j = 2; j < s->P; j++)
+        pc_reduce_sum(sum, sum, pending_of(s, j, (int)ctl_of(s, j)->deposit[slot]), env->count + 2, env->dtype);
+    atomic_store(&nc->parts[slot], 0); /* for round r + 2 */
+    /* seq_cst store, then seq_cst loads of want: a rank either sees done or
+     * is seen here (it stores want before it looks at done) */
+    atomic_store(&nc->done, r + 1);
+    for (int j = 0; j < s->P; j++) {
+        uint64_t w = atomic_load(&ctl_of(s, j)->want);
+        if (j != s->me && w != 0 && w <= r + 1) kick(s, j);
+    }
+    return 1;
+}
+
+/* Takes the parts and sums what can be taken and summed now; returns how
+ * many things it did. */
+static int help(shm_backend_t *s)
+{
+    int did = 0;
+    for (;;) {
+        uint64_t r = atomic_load(&s->nc->done);
+        if (atomic_load(&s->nc->activated) <= r) return did;
+        if (atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->P)
+            for (int j = 0; j < s->P; j++) did += try_take(s, j, r);
+        if (!try_sum(s, r)) return did;
+        did++;
+    }
+}
+
+/* ---- the token holder ---- */
+
+/* Round c's result into buf, with its initiator, flags and whether this
+ * rank was counted as parked. */
+static void consume(shm_backend_t *s, uint64_t c, void *buf, int *root, uint32_t *flags, int *parked)
+{
+    const unsigned char *res = s->result[c % 2];
+    const record_t *h = (const record_t *)res;
+    if (h->round != c)
+        pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
+               (unsigned long long)h->round);
+    memcpy(buf, res + s->rec_bytes, s->base.env.bytes);
+    *root = h->root;
+    *flags = h->flags;
+    *parked = bit_of(s, res, s->me);
+    atomic_store(&ctl_of(s, s->me)->consumed, c + 1); /* the slot may be summed into again */
+}
+
+/* The poller: completes here the rounds done in shared memory, in order,
+ * then helps the running one along. */
+static int poll_rounds(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    shm_backend_t *s = arg;
+    const pc_backend_env_t *env = &s->base.env;
+    int did = 0, helped;
+    do {
+        while (!s->closed && atomic_load(&s->nc->done) > s->completed) {
+            void *buf = env->buffer(env->owner);
+            if (!buf) {
+                env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the result of a round");
+                return did;
+            }
+            int root, parked;
+            uint32_t flags;
+            uint64_t c = s->completed++;
+            consume(s, c, buf, &root, &flags, &parked);
+            env->completed(env->owner, c, buf, root, flags, parked); /* may close us (the last round) */
+            did++;
+        }
+        /* returns at once unless a round runs; a round it summed is
+         * completed here at once (nobody kicks the rank that summed) */
+        helped = s->closed ? 0 : help(s);
+        did += helped;
+    } while (helped);
+    return did;
+}
+
+static void shm_open(pc_backend_t *b)
+{
+    shm_backend_t *s = S(b);
+    pc_engine_set_poller(b->env.engine, s->key, poll_rounds, s);
+    kick(s, s->me); /* rounds may have run before this rank opened */
+}
+
+static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
+                        int from_link)
+{
+    (void)from_link;
+    shm_backend_t *s = S(b);
+    const pc_backend_env_t *env = &b->env;
+    node_ctl_t *nc = s->nc;
+    uint64_t a = atomic_load(&nc->activated);
+    int rc = 1;
+    if (s->closed) return 0;
+    if (r < a) {
+        rc = 0;
+    } else if (r > a || atomic_load(&nc->done) + 1 < r) {
+        pc_log(PCOLL_LOG_ERROR, "partial: activation of round %llu with %llu activated and %llu done (bug)",
+               (unsigned long long)r, (unsigned long long)a, (unsigned long long)atomic_load(&nc->done));
+        return -1;
+    } else {
+        int slot = (int)(r % 2);
+        uint64_t own = atomic_load(&nc->owner[slot]);
+        /* simultaneous initiators: the first to claim the record activates */
+        if (own > r || !atomic_compare_exchange_strong(&nc->owner[slot], &own, r + 1)) {
+            rc = 0;
+        } else {
+            record_t *h = (record_t *)s->record[slot];
+            h->round = r;
+            h->root = root;
+            h->flags = flags;
+            h->has_counted = counted != NULL;
+            if (counted) memcpy(h + 1, counted, env->bitmap_bytes);
+            atomic_store(&nc->activated, r + 1); /* publishes the record */
+        }
+    }
+    PC_DEBUG("partial ch%u: activate round %llu root %d flags %u in shared memory: %d", env->channel,
+             (unsigned long long)r, root, flags, rc);
+    if (rc == 1) env->activated(env->owner, r, flags);
+    poll_rounds(env->engine, s); /* take, sum, and complete what it can */
+    return rc;
+}
+
+static void shm_kick(pc_backend_t *b) { poll_rounds(b->env.engine, S(b)); }
+
+static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
+{
+    (void)b;
+    (void)msg;
+    (void)bytes;
+    pc_log(PCOLL_LOG_ERROR, "partial: a data-phase message from rank %d for a node-shared object (dropped)", src);
+}
+
+static void shm_close(pc_backend_t *b)
+{
+    shm_backend_t *s = S(b);
+    /* nothing of this object travels in messages here but arrivals at the
+     * leader, which end with FREE */
+    s->closed = 1;
+    pc_engine_set_poller(b->env.engine, s->key, NULL, NULL);
+    b->env.drained(b->env.owner);
+}
+
+static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
+{
+    shm_backend_t *s = S(b);
+    if (atomic_load(&s->nc->activated) <= r || atomic_load(&s->nc->done) > r) return;
+    for (int j = 0; j < s->P; j++) {
+        uint64_t st = atomic_load(&ctl_of(s, j)->state);
+        if ((st >> ST_SHIFT) == r && (st & ST_ADDING))
+            pc_probe_fallback(p, j, "it is adding its contribution to the round (its process may be stopped)");
+        else if (r >= 2 && atomic_load(&ctl_of(s, j)->consumed) < r - 1)
+            pc_probe_fallback(p, j, "it has not copied an earlier round's result (its process may be stopped)");
+    }
+}
+
+static void shm_destroy(pc_backend_t *b)
+{
+    shm_backend_t *s = S(b);
+    pc_nodemem_destroy(&s->mem);
+    pc_engine_key_free(b->env.engine, s->key);
+    free(s);
+}
+
+static const pc_backend_ops_t shm_ops = {
+    .name = "shared-memory",
+    .contribute = shm_contribute,
+    .waiting = shm_waiting,
+    .want = shm_want,
+    .done = shm_done,
+    .activated = shm_activated,
+    .open = shm_open,
+    .activate = shm_activate,
+    .kick = shm_kick,
+    .message = shm_message,
+    .close = shm_close,
+    .describe = shm_describe,
+    .destroy = shm_destroy,
+};
+
+int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pc_backend_t **out)
+{
+    *out = NULL;
+    shm_backend_t *s = calloc(1, sizeof *s);
+    int P = env->P, me = env->me;
+    size_t stride = ROUND_UP(env->bytes), rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
+    /* rank 0's segment also holds the rounds' state, records and results
+     * (zeroed: nothing activated) */
+    size_t mine = sizeof(rank_ctl_t) + 2 * stride + (me == 0 ? sizeof(node_ctl_t) + 4 * rec_bytes + 2 * stride : 0);
+    /* rounds here rely on kicks: only with every rank's doorbell at hand,
+     * and with a key that every rank allocates alike (checked below) */
+    int key = use && s ? pc_engine_key_alloc(env->engine) : -1;
+    use = use && s && P >= 2 && key >= 0 && pc_engine_can_kick_all(env->engine);
+    pc_nodemem_t mem; /* collective: taken part in even without memory for s */
+    int made = pc_nodemem_create(comm, mine, use, &mem) == 0;
+    /* every rank takes the same path: all of comm on one node, the same key */
+    int ok = made && mem.local_size == P;
+    int in[2] = {ok ? key : -1, ok ? -key : 1}, agreed[2] = {0, 0};
+    int mrc = MPI_Allreduce(in, agreed, 2, MPI_INT, MPI_MIN, comm);
+    int all = mrc == MPI_SUCCESS && agreed[0] >= 0 && agreed[0] == -agreed[1];
+    if (!all) {
+        if (made) pc_nodemem_destroy(&mem);
+        if (key >= 0) pc_engine_key_free(env->engine, key);
+        free(s);
+        return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : PCOLL_ERR_MPI;
+    }
+    s->base.ops = &shm_ops;
+    s->base.env = *env;
+    s->mem = mem;
+    s->P = P;
+    s->me = me;
+    s->key = key;
+    s->data_bytes = env->count * env->esize;
+    s->stride = stride;
+    s->rec_bytes = rec_bytes;
+    s->nc = (node_ctl_t *)pending_of(s, 0, 2);
+    s->record[0] = (unsigned char *)(s->nc + 1);
+    s->record[1] = s->record[0] + rec_bytes;
+    s->result[0] = s->record[1] + rec_bytes;
+    s->result[1] = s->result[0] + rec_bytes + stride;
+    *out = &s->base;
+    return PCOLL_SUCCESS;
+}

@@ -1,0 +1,433 @@
+/* The driver of a partial object on the token holder: see driver.h. */
+#include "driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/service.h"
+#include "../core/stall.h"
+#include "../engine/reduce.h"
+#include "../util/log.h"
+
+static void decide(pcoll_partial_t *p);
+
+/* ---- buffers ---- */
+
+void *pc_partial_buffer_get(pcoll_partial_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    void *b = p->npool > 0 ? p->pool[--p->npool] : NULL;
+    pthread_mutex_unlock(&p->lock);
+    return b ? b : malloc(p->bytes);
+}
+
+void pc_partial_buffer_put(pcoll_partial_t *p, void *b)
+{
+    if (!b) return;
+    pthread_mutex_lock(&p->lock);
+    if (p->npool == p->cappool) {
+        int cap = p->cappool ? 2 * p->cappool : 4;
+        void **np = realloc(p->pool, sizeof(void *) * (size_t)cap);
+        if (!np) {
+            pthread_mutex_unlock(&p->lock);
+            free(b);
+            return;
+        }
+        p->pool = np;
+        p->cappool = cap;
+    }
+    p->pool[p->npool++] = b;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- the object fails ---- */
+
+static void fail(pcoll_partial_t *p, int status, const char *what)
+{
+    pc_log(PCOLL_LOG_ERROR, "partial object %llu: %s", (unsigned long long)p->id, what);
+    pc_fault_set(&p->fault, status, "%s", what);
+    pc_engine_notify(p->engine);
+}
+
+static void send_failed(pcoll_t *ctx, void *arg, int status, const char *why)
+{
+    (void)ctx;
+    char what[400];
+    snprintf(what, sizeof what, "a control message could not be delivered: %s", why);
+    fail(arg, status, what);
+}
+
+/* Sends one of the object's control messages (the head is set here). */
+static int send_msg(pcoll_partial_t *p, int peer, pc_obj_msg_t *m, size_t bytes)
+{
+    m->head.type = PC_SVC_OBJECT;
+    m->head.channel = p->channel;
+    m->head.object = p->id;
+    int rc = pc_service_send(p->ctx, peer, m, bytes, send_failed, p);
+    if (rc != PCOLL_SUCCESS) {
+        char what[400];
+        snprintf(what, sizeof what, "a control message to rank %d could not be sent: %s", peer,
+                 pc_engine_msg_error(p->engine));
+        fail(p, rc, what);
+    }
+    return rc;
+}
+
+/* ---- the leader ---- */
+
+static int elsewhere(void *arg, int rank)
+{
+    pcoll_partial_t *p = arg;
+    return p->needs_park && pc_park_elsewhere(p->ctx, &p->watch, rank);
+}
+
+/* Rounds activated where the leader did not hear of it (node-shared memory:
+ * another rank's initiator wrote the record). */
+static void catch_up(pcoll_partial_t *p)
+{
+    uint64_t a = p->be->ops->activated(p->be);
+    if (a > p->leader.next) pc_leader_activated(&p->leader, a - 1, 0);
+}
+
+static void activate(pcoll_partial_t *p, uint64_t round, int root, uint32_t flags, const unsigned char *counted)
+{
+    /* comes back through on_activated (the leader learns it there) */
+    p->be->ops->activate(p->be, round, root, flags, counted, -1);
+}
+
+static void decide(pcoll_partial_t *p)
+{
+    if (!p->is_leader || p->finishing) return;
+    catch_up(p);
+    pc_decision_t d;
+    if (pc_leader_decide(&p->leader, p->me, elsewhere, p, &d)) activate(p, d.round, d.root, d.flags, d.counted);
+    if (p->needs_park) pc_park_set_waiting(p->ctx, &p->watch, pc_leader_has_waiters(&p->leader));
+}
+
+static void park_decide(void *arg) { decide(arg); }
+
+static void leader_arrival(pcoll_partial_t *p, int type, int from, uint64_t round)
+{
+    PC_DEBUG("partial ch%u leader: arrival %d for %llu from %d (next %llu)", p->channel, type,
+             (unsigned long long)round, from, (unsigned long long)p->leader.next);
+    catch_up(p);
+    if (pc_leader_arrival(&p->leader, type, from, round) != 0) {
+        pc_log(PCOLL_LOG_ERROR, "partial: rank %d arrived (%d) for round %llu but round %llu is next (bug)", from, type,
+               (unsigned long long)round, (unsigned long long)p->leader.next);
+        return;
+    }
+    decide(p);
+}
+
+static void tell_leader(pcoll_partial_t *p, int type, uint64_t round)
+{
+    if (p->is_leader) {
+        leader_arrival(p, type, p->me, round);
+        return;
+    }
+    pc_obj_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = type == PC_ARR_WAIT ? PC_MSG_WAIT : type == PC_ARR_FLUSH ? PC_MSG_FLUSH : PC_MSG_FREE;
+    m.round = round;
+    m.root = p->me;
+    send_msg(p, PC_LEADER, &m, sizeof m);
+}
+
+/* ---- backend events ---- */
+
+static void on_activated(void *owner, uint64_t round, uint32_t flags)
+{
+    pcoll_partial_t *p = owner;
+    if (!p->is_leader) return;
+    pc_leader_activated(&p->leader, round, flags);
+    decide(p);
+}
+
+/* Round r is complete here, its result (trailer: totals) in buf, which this
+ * takes over: observer, delivered, waiters; then, if it was the last round,
+ * the end of the object's traffic. */
+static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t flags, int parked)
+{
+    pcoll_partial_t *p = owner;
+    int64_t active, contribs;
+    pc_trailer_get(&p->be->env, buf, &active, &contribs);
+    PC_DEBUG("partial ch%u: round %llu done, flags %u", p->channel, (unsigned long long)r, flags);
+
+    pthread_mutex_lock(&p->lock);
+    pcoll_round_observer_t obs = p->observer;
+    void *obs_arg = p->observer_arg;
+    pthread_mutex_unlock(&p->lock);
+    if (obs) {
+        pcoll_round_t info = {r,       root,     (flags & PC_ROUND_STANDIN) != 0,
+                              (int)active, (uint64_t)contribs, (flags & PC_ROUND_SYNC) != 0,
+                              buf,     p->count, p->dtype};
+        obs(&info, obs_arg);
+    }
+
+    void *spare = NULL;
+    pthread_mutex_lock(&p->lock);
+    pc_delivery_t *d = &p->dmeta;
+    if (d->rounds == 0) {
+        spare = p->delivered; /* empty: the round's buffer becomes delivered */
+        p->delivered = buf;
+        d->first = r;
+        d->active_min = (int)active;
+    } else if (p->cfg.mode == PCOLL_ACCUMULATE) {
+        pc_reduce_sum(p->delivered, p->delivered, buf, p->count, p->dtype);
+        spare = buf;
+    } else {
+        spare = p->delivered; /* REPLACE: the latest result wins */
+        p->delivered = buf;
+    }
+    d->rounds++;
+    d->last = r;
+    d->active_last = (int)active;
+    if ((int)active < d->active_min) d->active_min = (int)active;
+    d->active_total += (uint64_t)active;
+    d->contributions += (uint64_t)contribs;
+    d->root_last = root;
+    d->sync_last = (flags & PC_ROUND_SYNC) != 0;
+    d->parked += (uint64_t)parked;
+    atomic_store(&p->rounds_completed, r + 1);
+    if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
+    pthread_mutex_unlock(&p->lock);
+    pc_partial_buffer_put(p, spare);
+    pc_engine_notify(p->engine);
+
+    if (flags & PC_ROUND_FREE) {
+        p->finishing = 1;
+        p->be->ops->close(p->be);
+    }
+}
+
+static void on_drained(void *owner)
+{
+    pcoll_partial_t *p = owner;
+    atomic_store(&p->drained, 1);
+    pc_engine_notify(p->engine);
+}
+
+static void on_failed(void *owner, int status, const char *what) { fail(owner, status, what); }
+
+static int backend_send(void *owner, int peer, void *msg, size_t bytes) { return send_msg(owner, peer, msg, bytes); }
+static void *backend_buffer(void *owner) { return pc_partial_buffer_get(owner); }
+static void backend_release(void *owner, void *buf) { pc_partial_buffer_put(owner, buf); }
+
+void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
+{
+    memset(env, 0, sizeof *env);
+    env->ctx = p->ctx;
+    env->engine = p->engine;
+    env->P = p->P;
+    env->me = p->me;
+    env->count = p->count;
+    env->dtype = p->dtype;
+    env->esize = p->esize;
+    env->bytes = p->bytes;
+    env->mode = p->cfg.mode;
+    env->channel = p->channel;
+    env->object = p->id;
+    env->bitmap_bytes = p->bitmap_bytes;
+    env->owner = p;
+    env->activated = on_activated;
+    env->completed = on_completed;
+    env->drained = on_drained;
+    env->failed = on_failed;
+    env->send = backend_send;
+    env->buffer = backend_buffer;
+    env->release = backend_release;
+}
+
+/* ---- messages ---- */
+
+static void on_message(pcoll_t *ctx, void *arg, int src, const void *msg, size_t bytes)
+{
+    (void)ctx;
+    pcoll_partial_t *p = arg;
+    const pc_obj_msg_t *m = msg;
+    if (bytes < sizeof *m) {
+        pc_log(PCOLL_LOG_ERROR, "partial: a control message of %zu bytes from rank %d is too short", bytes, src);
+        return;
+    }
+    if (m->type >= PC_MSG_BACKEND) {
+        p->be->ops->message(p->be, src, msg, bytes);
+        return;
+    }
+    if (!p->is_leader) {
+        pc_log(PCOLL_LOG_ERROR, "partial: an arrival from rank %d at a rank that is not the leader", src);
+        return;
+    }
+    int type = m->type == PC_MSG_WAIT ? PC_ARR_WAIT : m->type == PC_MSG_FLUSH ? PC_ARR_FLUSH : PC_ARR_FREE;
+    if (m->type != PC_MSG_WAIT && m->type != PC_MSG_FLUSH && m->type != PC_MSG_FREE) {
+        pc_log(PCOLL_LOG_ERROR, "partial: unknown control message %u from rank %d", m->type, src);
+        return;
+    }
+    leader_arrival(p, type, src, m->round);
+}
+
+/* ---- arrivals from the application ---- */
+
+typedef struct arrive_task {
+    pc_task_t task;
+    pcoll_partial_t *p;
+    int type;
+    uint64_t round;
+} arrive_task_t;
+
+static void arrive_run(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    arrive_task_t *t = arg;
+    pcoll_partial_t *p = t->p;
+    uint64_t round = t->round;
+    int type = t->type;
+    free(t);
+    if (type != 0) {
+        tell_leader(p, type, round);
+        return;
+    }
+    PC_DEBUG("partial ch%u: application waits for round %llu", p->channel, (unsigned long long)round);
+    if (round < p->be->ops->activated(p->be)) return; /* it came meanwhile: it starts on its own */
+    if (pc_policy_arrival(&p->policy, p->me, round, p->scratch) == PC_ARRIVE_START)
+        activate(p, round, p->me, 0, NULL);
+    else
+        tell_leader(p, PC_ARR_WAIT, round);
+}
+
+int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet)
+{
+    arrive_task_t *t = malloc(sizeof *t);
+    if (!t) return PCOLL_ERR_NOMEM;
+    t->p = p;
+    t->type = type;
+    t->round = round;
+    t->task.fn = arrive_run;
+    t->task.arg = t;
+    pc_engine_post_task(p->engine, &t->task, quiet); /* arrive_run frees it */
+    return PCOLL_SUCCESS;
+}
+
+/* ---- open and close ---- */
+
+static void respond(pcoll_t *ctx, void *arg, int src, const pc_query_t *q, const int32_t *ranks,
+                    unsigned char *missing);
+
+static void open_task(pc_engine_t *e, void *arg)
+{
+    pcoll_partial_t *p = arg;
+    int rc = pc_service_register_object(p->ctx, p->channel, p->id, on_message, p);
+    pc_park_open(p->ctx);
+    pc_stall_respond(p->ctx, PC_Q_OBJECT, respond, NULL);
+    if (rc == PCOLL_SUCCESS && p->is_leader && p->needs_park) {
+        p->watch.object = p->id;
+        p->watch.channel = p->channel;
+        p->watch.decide = park_decide;
+        p->watch.arg = p;
+        if (pc_park_watch(p->ctx, &p->watch) != 0) rc = PCOLL_ERR_NOMEM;
+    }
+    if (rc != PCOLL_SUCCESS)
+        fail(p, rc, "no memory to set the object up");
+    else
+        p->be->ops->open(p->be);
+    atomic_store(&p->opened, 1);
+    pc_engine_notify(e);
+}
+
+static int opened(void *arg) { return atomic_load(&((pcoll_partial_t *)arg)->opened); }
+
+int pc_driver_open(pcoll_partial_t *p, const char *fn)
+{
+    p->task.fn = open_task;
+    p->task.arg = p;
+    pc_engine_post_task(p->engine, &p->task, 1);
+    pc_engine_wait(p->engine, opened, p);
+    return pc_fault_raise(&p->fault, fn);
+}
+
+static void close_task(pc_engine_t *e, void *arg)
+{
+    pcoll_partial_t *p = arg;
+    pc_service_register_object(p->ctx, p->channel, 0, NULL, NULL);
+    if (p->is_leader && p->needs_park) pc_park_unwatch(p->ctx, &p->watch);
+    atomic_store(&p->opened, 0);
+    pc_engine_notify(e);
+}
+
+static int closed(void *arg) { return !atomic_load(&((pcoll_partial_t *)arg)->opened); }
+
+void pc_driver_close(pcoll_partial_t *p)
+{
+    p->task.fn = close_task;
+    p->task.arg = p;
+    pc_engine_post_task(p->engine, &p->task, 1);
+    pc_engine_wait(p->engine, closed, p);
+}
+
+/* ---- stall reports ---- */
+
+static const char *kind_name(const pcoll_partial_t *p)
+{
+    switch (p->cfg.kind) {
+    case PCOLL_PARTIAL_SOLO: return "solo";
+    case PCOLL_PARTIAL_MAJORITY: return "majority";
+    default: return "quorum";
+    }
+}
+
+/* At the leader: the ranks that the asker's call still waits for. */
+static void respond(pcoll_t *ctx, void *arg, int src, const pc_query_t *q, const int32_t *ranks,
+                    unsigned char *missing)
+{
+    (void)arg;
+    (void)src;
+    (void)ranks;
+    pcoll_partial_t *p = pc_service_object(ctx, q->head.channel, q->head.object);
+    if (!p || !p->is_leader) return;
+    catch_up(p);
+    pc_leader_missing(&p->leader, (int)q->what, q->seq, elsewhere, p, missing);
+}
+
+void pc_driver_describe(pcoll_partial_t *p, int type, uint64_t round, pc_stall_probe_t *probe)
+{
+    const char *call = type == PC_ARR_FLUSH ? "pcoll_partial_flush" : type == PC_ARR_FREE ? "pcoll_partial_free"
+                                                                                          : "a round";
+    if (type == 0)
+        pc_probe_what(probe, "partial object %llu (%s, %s), round %llu", (unsigned long long)p->id, kind_name(p),
+                      p->be->ops->name, (unsigned long long)round);
+    else
+        pc_probe_what(probe, "%s of partial object %llu (%s, %s)", call, (unsigned long long)p->id, kind_name(p),
+                      p->be->ops->name);
+    int atype = type == 0 ? PC_ARR_WAIT : type;
+    uint64_t activated = p->be->ops->activated(p->be);
+    if (type == 0 && round < activated) {
+        /* activated: its data phase is what waits */
+        p->be->ops->describe(p->be, round, probe);
+        return;
+    }
+    if (type == 0 && !pc_policy_is_sync(&p->policy, round) && p->cfg.kind == PCOLL_PARTIAL_MAJORITY) {
+        int init = pc_policy_initiator(&p->policy, round, p->scratch);
+        if (init != p->me) pc_probe_suspect(probe, init, "it initiates this round and has not arrived for it");
+    }
+    const char *why = type == PC_ARR_FLUSH ? "has not called pcoll_partial_flush"
+                      : type == PC_ARR_FREE ? "has not called pcoll_partial_free"
+                                            : "has not arrived for the round";
+    if (p->is_leader) {
+        unsigned char *missing = calloc(p->bitmap_bytes, 1);
+        if (!missing) return;
+        catch_up(p);
+        pc_leader_missing(&p->leader, atype, round, elsewhere, p, missing);
+        for (int r = 0; r < p->P; r++)
+            if (pc_bit_get(missing, r)) pc_probe_suspect(probe, r, why);
+        free(missing);
+        return;
+    }
+    pc_query_t q;
+    memset(&q, 0, sizeof q);
+    q.head.channel = p->channel;
+    q.head.object = p->id;
+    q.kind = PC_Q_OBJECT;
+    q.seq = round;
+    q.what = (uint32_t)atype;
+    int leader = PC_LEADER;
+    pc_probe_ask(probe, &leader, 1, &q, NULL, 0, why);
+}

@@ -1,0 +1,79 @@
+/*
+ * A partial allreduce object: the state that the public calls (partial.c,
+ * application thread) and the driver (driver.c, token holder) share.  The
+ * protocol's rules are in policy.h, the data phase behind backend.h.
+ *
+ * Locking: `lock` guards the fields marked (L).  The application never holds
+ * it while copying data.  Fields marked (H) belong to the token holder.
+ */
+#ifndef PC_PARTIAL_OBJECT_H
+#define PC_PARTIAL_OBJECT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "../core/context.h"
+#include "../util/error.h"
+#include "backend.h"
+#include "park.h"
+#include "pcoll.h"
+#include "policy.h"
+
+/* what the delivered buffer holds */
+typedef struct pc_delivery {
+    uint64_t rounds, first, last;
+    int active_last, active_min;
+    uint64_t active_total, contributions;
+    int root_last, sync_last;
+    uint64_t parked; /* rounds that counted this rank as parked elsewhere */
+} pc_delivery_t;
+
+struct pcoll_partial {
+    pcoll_t *ctx;
+    pc_engine_t *engine;
+    int P, me;
+    size_t count;
+    pcoll_dtype_t dtype;
+    size_t esize, bytes; /* bytes = (count + 2) * esize */
+    pcoll_partial_config_t cfg;
+    pc_policy_t policy;
+    uint32_t channel;
+    uint64_t id;         /* the context's object id (the same at every rank) */
+    size_t bitmap_bytes; /* (P + 7) / 8 */
+    int needs_park;      /* rounds can wait for other ranks' arrivals:
+                            MAJORITY, QUORUM, or sync_every > 0 */
+    pc_object_link_t link;
+    pc_backend_t *be;    /* the data phase */
+
+    /* ---- shared with the application ---- */
+    pthread_mutex_t lock;
+    int app_busy;                /* (L) a call is in progress (one thread) */
+    void *delivered;             /* (L) results not yet collected */
+    pc_delivery_t dmeta;         /* (L) what `delivered` holds */
+    void **pool;                 /* (L) spare buffers */
+    int npool, cappool;
+    pcoll_round_observer_t observer; /* (L) */
+    void *observer_arg;              /* (L) */
+    uint64_t flush_calls;        /* application: flushes begun */
+    int free_sent;               /* application: the FREE arrival is out */
+    atomic_ullong rounds_completed;
+    atomic_ullong flushes_completed;
+    atomic_int drained;          /* the object's traffic has ended here */
+    atomic_int opened;           /* the holder set the object up */
+    pc_fault_t fault;            /* the object failed: every call says why */
+
+    /* ---- token holder ---- */
+    int *scratch;                /* (H) P ints for the policy */
+    int is_leader;
+    pc_leader_t leader;          /* (H) at PC_LEADER */
+    pc_park_watch_t watch;       /* (H) at PC_LEADER, when needs_park */
+    int finishing;               /* (H) the last round completed here */
+    pc_task_t task;              /* open / close */
+};
+
+/* Spare buffers of p->bytes (any thread; NULL: no memory). */
+void *pc_partial_buffer_get(pcoll_partial_t *p);
+void pc_partial_buffer_put(pcoll_partial_t *p, void *buf);
+
+#endif

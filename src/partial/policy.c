@@ -1,0 +1,209 @@
+/* The rules of partial rounds: see policy.h. */
+#include "policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* Every rank computes the same value, and over each block of P rounds every
+ * rank initiates exactly once: the expected number of active ranks under
+ * linear skew, (P + 1) / 2, then holds per block instead of only on average
+ * over many rounds. */
+int pc_policy_initiator(const pc_policy_t *pol, uint64_t round, int *perm)
+{
+    int P = pol->P;
+    uint64_t block = round / (uint64_t)P, pos = round % (uint64_t)P;
+    uint64_t state = mix64(pol->seed ^ mix64(block));
+    for (int i = 0; i < P; i++) perm[i] = i;
+    for (int i = P - 1; i > 0; i--) { /* Fisher-Yates */
+        state = mix64(state);
+        int j = (int)(state % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    return perm[pos];
+}
+
+int pc_policy_is_sync(const pc_policy_t *pol, uint64_t round)
+{
+    return pol->sync_every > 0 && (round + 1) % (uint64_t)pol->sync_every == 0;
+}
+
+pc_call_step_t pc_policy_call_step(int results, uint64_t completed, uint64_t taken)
+{
+    if (results) return PC_STEP_RESULTS;
+    if (taken > completed) return PC_STEP_RUNNING;
+    return PC_STEP_NEXT;
+}
+
+pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, int *scratch)
+{
+    if (pc_policy_is_sync(pol, round)) return PC_ARRIVE_LEADER;
+    switch (pol->kind) {
+    case PCOLL_PARTIAL_SOLO: return PC_ARRIVE_START;
+    case PCOLL_PARTIAL_MAJORITY:
+        return pc_policy_initiator(pol, round, scratch) == me ? PC_ARRIVE_START : PC_ARRIVE_LEADER;
+    default: return PC_ARRIVE_LEADER;
+    }
+}
+
+/* ---- the leader ---- */
+
+int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol)
+{
+    memset(l, 0, sizeof *l);
+    l->pol = *pol;
+    size_t P = (size_t)pol->P;
+    l->waiting = calloc(P, 1);
+    l->flushing = calloc(P, 1);
+    l->freeing = calloc(P, 1);
+    l->counted = calloc((P + 7) / 8, 1);
+    l->scratch = malloc(sizeof(int) * P);
+    if (!l->waiting || !l->flushing || !l->freeing || !l->counted || !l->scratch) {
+        pc_leader_destroy(l);
+        return -1;
+    }
+    return 0;
+}
+
+void pc_leader_destroy(pc_leader_t *l)
+{
+    free(l->waiting);
+    free(l->flushing);
+    free(l->freeing);
+    free(l->counted);
+    free(l->scratch);
+    memset(l, 0, sizeof *l);
+}
+
+static void set(unsigned char *flag, int *count, int on)
+{
+    *count += (on != 0) - (*flag != 0);
+    *flag = (unsigned char)(on != 0);
+}
+
+int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round)
+{
+    if (rank < 0 || rank >= l->pol.P) return -1;
+    switch (type) {
+    case PC_ARR_WAIT:
+        /* a rank waits for round n only after completing n - 1, which needed
+         * the leader's part of it: a WAIT for a round before `next` is
+         * stale (that round is activated), one after it impossible */
+        if (round < l->next) return 0;
+        if (round > l->next) return -1;
+        set(&l->waiting[rank], &l->nwaiting, 1);
+        return 0;
+    case PC_ARR_FLUSH: set(&l->flushing[rank], &l->nflushing, 1); return 0;
+    case PC_ARR_FREE:
+        set(&l->flushing[rank], &l->nflushing, 0);
+        set(&l->freeing[rank], &l->nfreeing, 1);
+        return 0;
+    default: return -1;
+    }
+}
+
+void pc_leader_activated(pc_leader_t *l, uint64_t round, uint32_t flags)
+{
+    if (round < l->next) return;
+    l->next = round + 1;
+    memset(l->waiting, 0, (size_t)l->pol.P);
+    l->nwaiting = 0;
+    if (flags & (PC_ROUND_FLUSH | PC_ROUND_FREE)) {
+        /* the flush round serves every flusher; the free round is the last */
+        memset(l->flushing, 0, (size_t)l->pol.P);
+        memset(l->freeing, 0, (size_t)l->pol.P);
+        l->nflushing = l->nfreeing = 0;
+    }
+}
+
+int pc_leader_has_waiters(const pc_leader_t *l) { return l->nwaiting > 0; }
+
+static int parked(const pc_leader_t *l, int r, pc_elsewhere_fn elsewhere, void *arg)
+{
+    return l->flushing[r] || l->freeing[r] || (elsewhere && elsewhere(arg, r));
+}
+
+/* Ranks arrived for `next`; the bitmap of those counted only as parked
+ * elsewhere into l->counted.  Returns how many arrived. */
+static int count_arrived(pc_leader_t *l, pc_elsewhere_fn elsewhere, void *arg, int *parked_only)
+{
+    int P = l->pol.P, arrived = 0;
+    *parked_only = 0;
+    memset(l->counted, 0, ((size_t)P + 7) / 8);
+    for (int r = 0; r < P; r++) {
+        if (l->waiting[r] || l->flushing[r] || l->freeing[r]) {
+            arrived++;
+        } else if (elsewhere && elsewhere(arg, r)) {
+            arrived++;
+            l->counted[r / 8] |= (unsigned char)(1u << (r % 8));
+            (*parked_only)++;
+        }
+    }
+    return arrived;
+}
+
+int pc_leader_decide(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, void *arg, pc_decision_t *d)
+{
+    int P = l->pol.P;
+    uint64_t n = l->next;
+    d->round = n;
+    d->root = me;
+    d->counted = NULL;
+    d->flags = 0;
+    if (l->nfreeing == P) {
+        d->flags = PC_ROUND_FREE | PC_ROUND_SYNC;
+        return 1;
+    }
+    if (l->nflushing == P) {
+        d->flags = PC_ROUND_FLUSH | PC_ROUND_SYNC;
+        return 1;
+    }
+    if (l->nwaiting < 1) return 0; /* nobody waits for a round of this object */
+    int parked_only = 0;
+    if (pc_policy_is_sync(&l->pol, n)) {
+        if (count_arrived(l, elsewhere, arg, &parked_only) < P) return 0; /* waits for everyone */
+        d->flags = PC_ROUND_SYNC;
+    } else if (l->pol.kind == PCOLL_PARTIAL_QUORUM) {
+        if (count_arrived(l, elsewhere, arg, &parked_only) < l->pol.quorum) return 0;
+    } else if (l->pol.kind == PCOLL_PARTIAL_MAJORITY) {
+        int init = pc_policy_initiator(&l->pol, n, l->scratch);
+        if (!parked(l, init, elsewhere, arg)) return 0;
+        /* on the initiator's behalf: it may start n itself at the same time
+         * (just back from its other call), so the round names it either way */
+        count_arrived(l, elsewhere, arg, &parked_only);
+        d->flags = PC_ROUND_STANDIN;
+        d->root = init;
+    } else {
+        return 0; /* SOLO: the ranks start their rounds themselves */
+    }
+    if (parked_only) d->counted = l->counted;
+    return 1;
+}
+
+void pc_leader_missing(const pc_leader_t *l, int type, uint64_t round, pc_elsewhere_fn elsewhere, void *arg,
+                       unsigned char *missing)
+{
+    int P = l->pol.P;
+    for (int r = 0; r < P; r++) {
+        int miss;
+        if (type == PC_ARR_FLUSH)
+            miss = !l->flushing[r] && !l->freeing[r];
+        else if (type == PC_ARR_FREE)
+            miss = !l->freeing[r];
+        else if (round < l->next)
+            miss = 0; /* activated: the data phase is what waits */
+        else if (!pc_policy_is_sync(&l->pol, round) && l->pol.kind == PCOLL_PARTIAL_MAJORITY)
+            miss = r == pc_policy_initiator(&l->pol, round, l->scratch) && !parked(l, r, elsewhere, arg);
+        else
+            miss = !l->waiting[r] && !parked(l, r, elsewhere, arg);
+        if (miss) missing[r / 8] |= (unsigned char)(1u << (r % 8));
+    }
+}

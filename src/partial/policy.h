@@ -1,0 +1,127 @@
+/*
+ * The rules of partial rounds, pure: functions from what happened to what
+ * to do, which send nothing and know nothing of MPI, threads or buffers
+ * (the driver acts on them; unit tests feed them event sequences).
+ *
+ *   a call at rank x (partial.c)            the leader (driver.c at PC_LEADER)
+ *   ----------------------------            ----------------------------------
+ *   pc_policy_call_step: which step         pc_leader_arrival: WAIT / FLUSH /
+ *     follows the contribution                FREE from rank x
+ *   pc_policy_arrival: start round r         pc_leader_activated: round r runs
+ *     itself, or tell the leader            pc_leader_decide: activate the next
+ *                                             round now? (root, flags, the
+ *                                             ranks counted as parked)
+ *
+ * Kinds: SOLO (any arriving rank starts the round), MAJORITY (initiator(r),
+ * a seeded permutation of the ranks per block of P rounds, starts it; the
+ * leader stands in when the initiator is blocked elsewhere), QUORUM(q) (the
+ * leader starts it once q ranks arrived).  Every sync_every-th round and
+ * every flush or free round waits for all ranks.
+ */
+#ifndef PC_PARTIAL_POLICY_H
+#define PC_PARTIAL_POLICY_H
+
+#include <stdint.h>
+
+#include "pcoll.h"
+
+#define PC_LEADER 0 /* the rank that counts arrivals (quorum, synchronous rounds, flush, free) */
+
+/* round flags (carried with activations) */
+enum { PC_ROUND_SYNC = 1, PC_ROUND_FLUSH = 2, PC_ROUND_FREE = 4, PC_ROUND_STANDIN = 8 };
+
+typedef struct pc_policy {
+    pcoll_partial_kind_t kind;
+    int P;
+    int quorum;
+    int sync_every;
+    uint64_t seed;
+} pc_policy_t;
+
+/* initiator(r) of MAJORITY: position r mod P of a permutation of the ranks
+ * drawn for block r / P from the seed.  scratch: P ints. */
+int pc_policy_initiator(const pc_policy_t *pol, uint64_t round, int *scratch);
+
+/* 1 if round r is synchronous (every rank must arrive): every
+ * sync_every-th. */
+int pc_policy_is_sync(const pc_policy_t *pol, uint64_t round);
+
+/* The step a call takes after adding its contribution (DESIGN section 4):
+ *   PC_STEP_RESULTS  rounds completed (or done, not yet collected) since
+ *                    the previous call: return them, the contribution waits
+ *   PC_STEP_RUNNING  a round that took pending before the contribution was
+ *                    added is not complete here: wait for it
+ *   PC_STEP_NEXT     the next round takes the contribution: arrive for it
+ * results: rounds are waiting; completed: rounds completed here; taken: the
+ * round that takes this call's contribution. */
+typedef enum { PC_STEP_RESULTS = 2, PC_STEP_RUNNING = 3, PC_STEP_NEXT = 4 } pc_call_step_t;
+pc_call_step_t pc_policy_call_step(int results, uint64_t completed, uint64_t taken);
+
+/* What a rank whose application arrived for round r does (r not activated):
+ * PC_ARRIVE_START it starts r (*root = me); PC_ARRIVE_LEADER it tells the
+ * leader (quorum, synchronous rounds, a MAJORITY round of another
+ * initiator: the leader stands in for a parked initiator). */
+typedef enum { PC_ARRIVE_START = 1, PC_ARRIVE_LEADER = 2 } pc_arrival_t;
+pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, int *scratch);
+
+/* ---- the leader ---- */
+
+enum { PC_ARR_WAIT = 1, PC_ARR_FLUSH = 2, PC_ARR_FREE = 3 };
+
+typedef struct pc_leader {
+    pc_policy_t pol;
+    uint64_t next;           /* the first round not known activated */
+    unsigned char *waiting;  /* rank waits for round `next` */
+    unsigned char *flushing; /* rank is in a flush */
+    unsigned char *freeing;  /* rank frees the object */
+    int nwaiting, nflushing, nfreeing;
+    unsigned char *counted;  /* bitmap of the last decision */
+    int *scratch;            /* P ints */
+} pc_leader_t;
+
+int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol); /* -1: no memory */
+void pc_leader_destroy(pc_leader_t *l);
+
+/* Rank `rank` arrived (PC_ARR_*); round: WAIT's round.  Returns 0, or -1 if
+ * the event is impossible (a WAIT for a round after `next`: a bug). */
+int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round);
+/* Round `round` is activated (by anyone), with these flags. */
+void pc_leader_activated(pc_leader_t *l, uint64_t round, uint32_t flags);
+
+/* Whether rank r is blocked in a pcoll call about something else (then it
+ * counts as arrived: its data is as fresh as it gets until it returns). */
+typedef int (*pc_elsewhere_fn)(void *arg, int rank);
+
+typedef struct pc_decision {
+    uint64_t round;
+    int root;
+    uint32_t flags;
+    const unsigned char *counted; /* ranks counted only as parked, or NULL */
+} pc_decision_t;
+
+/* Should the leader (rank me) activate round `next` now?  1 and d filled:
+ *   all P freeing:                 the last round (FREE | SYNC)
+ *   all P flushing:                a flush round (FLUSH | SYNC)
+ *   else, with a rank waiting:
+ *     `next` synchronous:          when all P arrived
+ *     QUORUM(q):                   when q arrived
+ *     MAJORITY:                    when initiator(next) is parked (STANDIN,
+ *                                  on its behalf: the round names it)
+ * A rank arrived: waiting, flushing, freeing or blocked elsewhere.  Ranks
+ * counted only because blocked elsewhere are listed in d->counted. */
+int pc_leader_decide(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, void *arg, pc_decision_t *d);
+
+/* 1 if some rank waits for round `next` (the leader's decision may change
+ * when a rank becomes blocked elsewhere). */
+int pc_leader_has_waiters(const pc_leader_t *l);
+
+/* For stall reports: the ranks that a rank arrived as `type` (PC_ARR_*; for
+ * WAIT, for round `round`) still waits for, as far as the leader knows, as a
+ * bitmap (P bits): for a flush the ranks not flushing, for a free those not
+ * freeing; for round `next`, those not arrived if it needs everyone or a
+ * quorum, its initiator for MAJORITY; nothing for a round already
+ * activated (its data phase is what waits). */
+void pc_leader_missing(const pc_leader_t *l, int type, uint64_t round, pc_elsewhere_fn elsewhere, void *arg,
+                       unsigned char *missing);
+
+#endif
