@@ -61,3 +61,13 @@ uint64_t pc_act_forward_mask(int P, int h)
     uint64_t below = h < 0 ? 0 : (h >= 63 ? ~0ULL : ((1ULL << (h + 1)) - 1));
     return all & ~below;
 }
+
+int pc_act_parent(int P, int root, int me)
+{
+    long long v = ((long long)me - root) % P;
+    if (v < 0) v += P;
+    if (v == 0) return -1;
+    long long h = 1;
+    while (h * 2 <= v) h *= 2; /* the highest bit of v */
+    return (int)((root + (v - h)) % P);
+}

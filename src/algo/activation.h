@@ -24,4 +24,8 @@ uint64_t pc_act_forward_mask(int P, int h);
 /* The rank that sends to `me` on link k: (me - 2^k) mod P. */
 int pc_act_source(int P, int me, int k);
 
+/* The rank from which `me` hears an activation started by `root` alone
+ * (its parent in root's binomial tree), or -1 when me == root. */
+int pc_act_parent(int P, int root, int me);
+
 #endif

@@ -53,8 +53,9 @@ int pc_agree(MPI_Comm comm, const char *fn, int status, int bad, const pc_agree_
         free(all);
         if (status != PCOLL_SUCCESS) return status; /* our own message says why */
         const char *what = rc == MPI_SUCCESS && field >= 0 && field < nfields ? fields[field].name : NULL;
-        return pc_error(worst.status, fn, "it failed at rank %d%s%s (%s there); every rank fails", worst.rank,
-                        what ? ", " : "", what ? what : "", pcoll_strerror(worst.status));
+        if (what) return pc_error(worst.status, fn, "%s is invalid at rank %d; every rank fails", what, worst.rank);
+        return pc_error(worst.status, fn, "rank %d failed (%s); every rank fails", worst.rank,
+                        pcoll_strerror(worst.status));
     }
     if (rc != MPI_SUCCESS) {
         free(all);

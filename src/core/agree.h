@@ -7,7 +7,7 @@
  * message naming what differs (or what failed) and at which ranks:
  *
  *   pcoll_partial_create: count differs between ranks: 4 at ranks 0, 2, 3; 8 at rank 1
- *   pcoll_init: it failed at rank 2: PCOLL_SPIN_US is malformed there
+ *   pcoll_init: PCOLL_SPIN_US is invalid at rank 2; every rank fails
  */
 #ifndef PC_CORE_AGREE_H
 #define PC_CORE_AGREE_H

@@ -141,7 +141,7 @@ static int agree_step(MPI_Comm comm, int rc)
     if (rc != PCOLL_SUCCESS) return rc; /* our own message says why */
     if (mrc != MPI_SUCCESS) return pc_mpi_error(mrc, "pcoll_init", "MPI_Allreduce");
     if (worst.status != PCOLL_SUCCESS)
-        return pc_error(worst.status, "pcoll_init", "it failed at rank %d (%s there); every rank fails", worst.rank,
+        return pc_error(worst.status, "pcoll_init", "rank %d failed (%s); every rank fails", worst.rank,
                         pcoll_strerror(worst.status));
     return PCOLL_SUCCESS;
 }

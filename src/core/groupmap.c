@@ -46,7 +46,8 @@ struct pc_hqueue {
 
 static uint64_t hash_list(int world, const int *ranks, int n)
 {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n ^ ((uint64_t)world << 40);
+    /* the whole communicator is one list, whatever group_size came with it */
+    uint64_t h = 1469598103934665603ULL ^ (world ? 1ULL << 40 : (uint64_t)n);
     if (!world)
         for (int i = 0; i < n; i++) {
             h ^= (uint64_t)(uint32_t)ranks[i];

@@ -278,15 +278,23 @@ static void run(pcoll_request_t *req)
 }
 
 /* The operation is over here: what it holds goes back, the application may
- * take it (and free it) from the moment `done` is set. */
-static void complete(pcoll_request_t *req)
+ * take it (and free it) from the moment `done` is set.  tainted: its run
+ * failed midway, so messages for it may still arrive; its identity is not
+ * reused (the receive id stays taken, the group is out of step). */
+static void complete_as(pcoll_request_t *req, int tainted)
 {
     pcoll_t *ctx = req->ctx;
+    if (tainted) {
+        pthread_mutex_lock(&ctx->lock);
+        if (req->kind == PC_OP_WORLD && req->seq < ctx->world.broken_seq) ctx->world.broken_seq = req->seq;
+        if (req->kind != PC_OP_WORLD) req->group->broken = 1;
+        pthread_mutex_unlock(&ctx->lock);
+    }
     if (req->kind == PC_OP_GROUP || req->kind == PC_OP_PLAN_START) {
         pthread_mutex_lock(&ctx->lock);
         req->group->active--;
         if (req->kind == PC_OP_GROUP) {
-            pc_idpool_put(&ctx->ids, req->my_id);
+            if (!tainted) pc_idpool_put(&ctx->ids, req->my_id);
             pc_groups_put(&ctx->groups, req->group);
             req->group = NULL;
         }
@@ -297,6 +305,8 @@ static void complete(pcoll_request_t *req)
     pc_engine_notify(ctx->engine);
 }
 
+static void complete(pcoll_request_t *req) { complete_as(req, 0); }
+
 static void op_done(pc_sched_t *s, int status, void *arg)
 {
     pcoll_request_t *req = arg;
@@ -306,7 +316,7 @@ static void op_done(pc_sched_t *s, int status, void *arg)
     if (status != PCOLL_SUCCESS) pc_fault_copy(&req->fault, pc_sched_fault(s));
     int world = req->kind == PC_OP_WORLD;
     if (world) ctx->world.busy[req->seq % ctx->tags.seq_mod] = 0;
-    complete(req); /* req may be gone from here */
+    complete_as(req, status != PCOLL_SUCCESS); /* req may be gone from here */
     if (world) world_slot_freed(ctx);
 }
 
@@ -420,7 +430,7 @@ void pc_op_describe(void *arg, pc_stall_probe_t *p)
             pc_probe_what(p, "allreduce #%llu on all %d ranks (waits here for #%llu to complete first)",
                           (unsigned long long)req->seq, ctx->size,
                           (unsigned long long)(req->seq - ctx->tags.seq_mod));
-        pc_probe_ask(p, NULL, 0, &q, NULL, 0, "has not started it");
+        pc_probe_ask(p, NULL, 0, &q, NULL, 0, "has not started it", PC_WHY_CAUSE);
         fallback_messages(req, p);
         return;
     }
@@ -436,12 +446,13 @@ void pc_op_describe(void *arg, pc_stall_probe_t *p)
             if (j != g->me && req->send_bases[j] == -1) {
                 int needed = req->kind == PC_OP_PLAN_INIT;
                 for (int k = 0; k < req->b.nsend && !needed; k++) needed = req->b.send_peers[k] == j;
-                if (needed) pc_probe_suspect(p, g->ranks[j], "has not started it");
+                if (needed) pc_probe_suspect(p, g->ranks[j], "has not started it", PC_WHY_CAUSE);
             }
     if (req->kind == PC_OP_PLAN_INIT) return;
     q.kind = req->kind == PC_OP_GROUP ? PC_Q_GROUP : PC_Q_PLAN;
     q.world = g->world;
-    pc_probe_ask(p, g->ranks, g->n, &q, g->world ? NULL : g->ranks, g->world ? 0 : g->n, "has not started it");
+    pc_probe_ask(p, g->ranks, g->n, &q, g->world ? NULL : g->ranks, g->world ? 0 : g->n, "has not started it",
+                 PC_WHY_CAUSE);
     fallback_messages(req, p);
 }
 

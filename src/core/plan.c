@@ -82,8 +82,10 @@ int pcoll_start(pcoll_plan_t *plan, pcoll_request_t **out)
     if (!plan || !out) return PC_ERR(PCOLL_ERR_NULL, "%s is NULL", !plan ? "plan" : "req");
     pcoll_request_t *req = plan->req;
     *out = NULL;
-    if (req->abandoned)
-        return PC_ERR(PCOLL_ERR_STATE, "an earlier start of this plan timed out: the plan can only be freed");
+    if (req->abandoned || req->group->broken)
+        return PC_ERR(PCOLL_ERR_STATE,
+                      "an earlier start of this plan (or operation on its group) timed out or failed: the plan can "
+                      "only be freed");
     if (plan->started && !atomic_load(&req->done))
         return PC_ERR(PCOLL_ERR_STATE, "the previous start of this plan has not completed (pcoll_wait for it first)");
     pcoll_t *ctx = plan->ctx;
@@ -110,7 +112,9 @@ int pcoll_plan_free(pcoll_plan_t **pplan)
         if (plan->started && !atomic_load(&req->done))
             return PC_ERR(PCOLL_ERR_STATE, "a start of this plan is still in flight (pcoll_wait for it first)");
         pthread_mutex_lock(&ctx->lock);
-        pc_idpool_put(&ctx->ids, req->my_id);
+        /* after a failed start messages for this id may still come: the id
+         * is not reused then */
+        if (!req->group->broken) pc_idpool_put(&ctx->ids, req->my_id);
         pc_groups_put(&ctx->groups, req->group);
         pthread_mutex_unlock(&ctx->lock);
         pc_built_free(&req->b);

@@ -27,9 +27,11 @@ struct pc_stall_probe {
     const pc_wait_t *w;
     char what[200];
     const char **why;        /* by rank: why we wait for it (NULL: we do not) */
+    unsigned char *level;    /* by rank: how strong that reason is (PC_WHY_*) */
     const char **fallback;   /* by rank: named only if nothing else is */
     unsigned char *asked, *answered;
     const char **ask_why;    /* by rank: the `why` of its question */
+    unsigned char *ask_level;
     int nasked, nanswered;
     uint64_t qid;
     atomic_int settled;      /* described; every answer in (or none asked) */
@@ -55,9 +57,11 @@ void pc_probe_what(pc_stall_probe_t *p, const char *fmt, ...)
     va_end(ap);
 }
 
-void pc_probe_suspect(pc_stall_probe_t *p, int rank, const char *why)
+void pc_probe_suspect(pc_stall_probe_t *p, int rank, const char *why, int level)
 {
-    if (rank >= 0 && rank < p->ctx->size && !p->why[rank]) p->why[rank] = why;
+    if (rank < 0 || rank >= p->ctx->size || (p->why[rank] && p->level[rank] >= level)) return;
+    p->why[rank] = why;
+    p->level[rank] = (unsigned char)level;
 }
 
 void pc_probe_fallback(pc_stall_probe_t *p, int rank, const char *why)
@@ -65,22 +69,23 @@ void pc_probe_fallback(pc_stall_probe_t *p, int rank, const char *why)
     if (rank >= 0 && rank < p->ctx->size && !p->fallback[rank]) p->fallback[rank] = why;
 }
 
-static void ask_one(pc_stall_probe_t *p, int rank, const void *msg, size_t bytes, const char *why)
+static void ask_one(pc_stall_probe_t *p, int rank, const void *msg, size_t bytes, const char *why, int level)
 {
     pcoll_t *ctx = p->ctx;
     if (rank < 0 || rank >= ctx->size || pc_bit_get(p->asked, rank)) return;
     if (rank == ctx->rank) return; /* the describer knows about itself */
     if (pc_service_send(ctx, rank, msg, bytes, NULL, NULL) != PCOLL_SUCCESS) {
-        pc_probe_suspect(p, rank, "cannot be asked (the question could not be sent)");
+        pc_probe_suspect(p, rank, "cannot be asked (the question could not be sent)", PC_WHY_SILENT);
         return;
     }
     pc_bit_set(p->asked, rank);
     p->ask_why[rank] = why;
+    p->ask_level[rank] = (unsigned char)level;
     p->nasked++;
 }
 
 void pc_probe_ask(pc_stall_probe_t *p, const int *ranks, int n, pc_query_t *q, const int *list, int n_list,
-                  const char *why)
+                  const char *why, int level)
 {
     pcoll_t *ctx = p->ctx;
     size_t bytes = sizeof *q + sizeof(int32_t) * (size_t)n_list;
@@ -94,9 +99,9 @@ void pc_probe_ask(pc_stall_probe_t *p, const int *ranks, int n, pc_query_t *q, c
     int32_t *l = (int32_t *)(msg + sizeof *q);
     for (int i = 0; i < n_list; i++) l[i] = list[i];
     if (ranks)
-        for (int i = 0; i < n; i++) ask_one(p, ranks[i], msg, bytes, why);
+        for (int i = 0; i < n; i++) ask_one(p, ranks[i], msg, bytes, why, level);
     else
-        for (int r = 0; r < ctx->size; r++) ask_one(p, r, msg, bytes, why);
+        for (int r = 0; r < ctx->size; r++) ask_one(p, r, msg, bytes, why, level);
     free(msg);
 }
 
@@ -139,7 +144,7 @@ static void on_answer(pcoll_t *ctx, void *arg, int src, const void *msg, size_t 
         p->nanswered++;
         const unsigned char *bits = (const unsigned char *)(a + 1);
         for (int r = 0; r < ctx->size && (size_t)(r / 8) < a->nbytes; r++)
-            if (pc_bit_get(bits, r)) pc_probe_suspect(p, r, p->ask_why[src]);
+            if (pc_bit_get(bits, r)) pc_probe_suspect(p, r, p->ask_why[src], p->ask_level[src]);
         if (p->nanswered == p->nasked) {
             atomic_store(&p->settled, 1);
             pc_engine_notify(ctx->engine);
@@ -216,8 +221,10 @@ static void free_probe(pc_stall_probe_t *p)
 {
     if (!p) return;
     free(p->why);
+    free(p->level);
     free(p->fallback);
     free(p->ask_why);
+    free(p->ask_level);
     free(p->asked);
     free(p->answered);
     free(p);
@@ -261,12 +268,14 @@ static int probe(pcoll_t *ctx, const pc_wait_t *w, char *out, size_t len)
         p->ctx = ctx;
         p->w = w;
         p->why = calloc((size_t)P, sizeof *p->why);
+        p->level = calloc((size_t)P, 1);
         p->fallback = calloc((size_t)P, sizeof *p->fallback);
         p->ask_why = calloc((size_t)P, sizeof *p->ask_why);
+        p->ask_level = calloc((size_t)P, 1);
         p->asked = calloc(nb, 1);
         p->answered = calloc(nb, 1);
     }
-    if (!p || !p->why || !p->fallback || !p->ask_why || !p->asked || !p->answered) {
+    if (!p || !p->why || !p->level || !p->fallback || !p->ask_why || !p->ask_level || !p->asked || !p->answered) {
         free_probe(p);
         snprintf(out, len, "(no memory to find out what it waits for)");
         return 0;
@@ -289,8 +298,14 @@ static int probe(pcoll_t *ctx, const pc_wait_t *w, char *out, size_t len)
     }
     /* the ranks asked that did not answer */
     for (int r = 0; r < P; r++)
-        if (pc_bit_get(p->asked, r) && !pc_bit_get(p->answered, r) && !p->why[r])
-            p->why[r] = "did not answer: its process may be stopped or dead";
+        if (pc_bit_get(p->asked, r) && !pc_bit_get(p->answered, r))
+            pc_probe_suspect(p, r, "did not answer: its process may be stopped or dead", PC_WHY_SILENT);
+    /* only the strongest reason: the others follow from it */
+    int top = 0;
+    for (int r = 0; r < P; r++)
+        if (p->why[r] && p->level[r] > top) top = p->level[r];
+    for (int r = 0; r < P; r++)
+        if (p->level[r] < top) p->why[r] = NULL;
     int named = 0;
     snprintf(out, len, "%s: waiting for ", p->what);
     list_reasons(ctx, p->why, out, len, &named);
@@ -321,7 +336,7 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w)
         double now = now_s();
         if (timeout > 0 && now >= t0 + timeout) {
             if (probe(ctx, w, report, sizeof report)) break;
-            status = pc_error(PCOLL_ERR_TIMEOUT, w->fn, "no progress for %.3g s (PCOLL_TIMEOUT_S): %s", now - t0,
+            status = pc_error(PCOLL_ERR_TIMEOUT, w->fn, "gave up after %.3g s (PCOLL_TIMEOUT_S): %s", now - t0,
                               report);
             break;
         }

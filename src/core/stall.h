@@ -55,15 +55,24 @@ typedef void (*pc_respond_fn)(pcoll_t *ctx, void *arg, int src, const pc_query_t
                               unsigned char *missing);
 void pc_stall_respond(pcoll_t *ctx, uint32_t kind, pc_respond_fn fn, void *arg);
 
-/* ---- for the describers (token holder) ---- */
+/* ---- for the describers (token holder) ----
+ *
+ * A report names the ranks of the strongest reason only, so that a root
+ * cause is not drowned in its consequences:
+ *   PC_WHY_SILENT  asked, did not answer (a stopped or dead process)
+ *   PC_WHY_CAUSE   has not started / arrived / called what is waited for
+ *   PC_WHY_PATH    has not passed something on (an activation, its part)
+ *   fallbacks      the ranks whose messages are awaited, if nothing else
+ */
+enum { PC_WHY_PATH = 1, PC_WHY_CAUSE = 2, PC_WHY_SILENT = 3 };
 void pc_probe_what(pc_stall_probe_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A rank this rank knows it waits for, and why (a string literal). */
-void pc_probe_suspect(pc_stall_probe_t *p, int rank, const char *why);
+void pc_probe_suspect(pc_stall_probe_t *p, int rank, const char *why, int level);
 /* Asks ranks (n of them; NULL: every other rank) question q, followed by
  * `list` (n_list ints, for group questions); their answers name ranks with
- * `why`.  A rank that does not answer is named as not answering. */
+ * `why` at `level`.  A rank that does not answer is PC_WHY_SILENT. */
 void pc_probe_ask(pc_stall_probe_t *p, const int *ranks, int n, pc_query_t *q, const int *list, int n_list,
-                  const char *why);
+                  const char *why, int level);
 /* Named only if nothing else is: the ranks whose messages are awaited. */
 void pc_probe_fallback(pc_stall_probe_t *p, int rank, const char *why);
 

@@ -184,6 +184,8 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
     return PCOLL_SUCCESS;
 }
 
+void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status);
+
 static int issue_step(void *self, pc_sched_t *s, int step)
 {
     pc_engine_t *e = self;
@@ -198,7 +200,9 @@ static int issue_step(void *self, pc_sched_t *s, int step)
     int rc = post_message(e, is_send, pc_sched_step_buf(s, step), pc_sched_step_bytes(s, step), peer, t, o, &n);
     *pc_sched_step_aux(s, step) = n; /* requests of this step still in flight */
     if (rc != PCOLL_SUCCESS) {
+        /* the run cannot succeed: stop it (as a failed completion does) */
         pc_sched_fail_run(s, rc, "%s", e->msg_error);
+        pc_engine_abandon(e, s, rc);
         /* some chunks are out: they complete the step */
         if (n > 0) return PCOLL_SUCCESS;
     }
@@ -276,10 +280,7 @@ static int test_one_by_one(pc_engine_t *e, int *outcount)
         MPI_Status st;
         int rc = MPI_Test(&e->reqs[i], &flag, &st);
         if (rc != MPI_SUCCESS) {
-            if (e->reqs[i] != MPI_REQUEST_NULL) {
-                MPI_Request_free(&e->reqs[i]);
-                e->reqs[i] = MPI_REQUEST_NULL;
-            }
+            /* after_failure frees it */
             st.MPI_ERROR = rc;
             flag = 1;
         } else if (flag) {
@@ -293,6 +294,33 @@ static int test_one_by_one(pc_engine_t *e, int *outcount)
     }
     *outcount = n;
     return n;
+}
+
+/* After a test that reported a failed request.  MPI leaves the failed
+ * requests allocated (Open MPI's MPI_Testsome frees only the successful
+ * ones): free them.  And Open MPI 4.1 can set another request that
+ * completed to MPI_REQUEST_NULL without listing it: count such a handle as
+ * completed (successfully: MPI frees only those), with no status (a
+ * listener's message of unknown origin cannot be handled: it fails).
+ * Returns the new number of completed requests. */
+static int after_failure(pc_engine_t *e, int outcount)
+{
+    unsigned char *listed = calloc((size_t)e->nreqs + 1, 1);
+    for (int k = 0; k < outcount; k++) {
+        int i = e->idx[k];
+        if (listed) listed[i] = 1;
+        if (e->statuses[k].MPI_ERROR != MPI_SUCCESS && e->reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&e->reqs[i]);
+    }
+    for (int i = 0; listed && i < e->nreqs; i++) {
+        if (listed[i] || e->reqs[i] != MPI_REQUEST_NULL) continue;
+        e->idx[outcount] = i;
+        memset(&e->statuses[outcount], 0, sizeof e->statuses[outcount]);
+        e->statuses[outcount].MPI_SOURCE = e->owners[i].peer;
+        e->statuses[outcount].MPI_ERROR = e->owners[i].peer == MPI_ANY_SOURCE ? MPI_ERR_OTHER : MPI_SUCCESS;
+        outcount++;
+    }
+    free(listed);
+    return outcount;
 }
 
 /* Tests every outstanding request once; runs the callbacks of those done.
@@ -309,7 +337,9 @@ static int test_requests(pc_engine_t *e)
         test_one_by_one(e, &outcount);
         per_request = 1;
     }
-    if (outcount == MPI_UNDEFINED || outcount == 0) return 0;
+    if (outcount == MPI_UNDEFINED) outcount = 0;
+    if (per_request) outcount = after_failure(e, outcount);
+    if (outcount == 0) return 0;
     /* collect first: callbacks may post new requests and reshape the arrays */
     for (int k = 0; k < outcount; k++) {
         int i = e->idx[k];
@@ -341,7 +371,12 @@ static int test_requests(pc_engine_t *e)
         if (o->listener) e->ctrl_received++;
         if (o->sched) {
             int32_t *left = pc_sched_step_aux(o->sched, o->step);
-            if (status != PCOLL_SUCCESS) pc_sched_fail_run(o->sched, status, "%s", e->msg_error);
+            if (status != PCOLL_SUCCESS && pc_sched_status(o->sched) == PCOLL_SUCCESS) {
+                /* the run cannot succeed: stop it, so that nothing waits for
+                 * peers that have moved on (its receives are withdrawn) */
+                pc_sched_fail_run(o->sched, status, "%s", e->msg_error);
+                pc_engine_abandon(e, o->sched, status);
+            }
             if (--*left == 0) pc_sched_step_done(o->sched, o->step, PCOLL_SUCCESS, &e->issuer);
         } else if (o->fn) {
             o->fn(e, o->arg, status, &e->done_status[k]);

@@ -23,8 +23,10 @@
  * wait.
  *
  * Failures: every MPI call's return code is checked.  A message that fails
- * (to post, or in its status) completes its schedule step or its callback
- * with PCOLL_ERR_MPI, and the schedule's run records which call failed; if
+ * (to post, or in its status) completes its callback with PCOLL_ERR_MPI, or
+ * stops its schedule's run (as pc_engine_abandon) with the failing call
+ * recorded, so the run completes with the error as soon as the messages it
+ * had posted are done; if
  * MPI_Testsome itself fails, every request is tested alone so that the
  * failing ones are found and completed.  Nothing waits for a request that
  * MPI will not complete.

@@ -122,6 +122,11 @@ typedef struct pc_backend_ops {
     void (*close)(pc_backend_t *b);
     /* Stall report: what the data phase of round r waits for. */
     void (*describe)(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p);
+    /* 1 if this rank has given its part of round r (or r is done here). */
+    int (*gave)(pc_backend_t *b, uint64_t r);
+    /* 1 if activations travel from rank to rank (a stall report then asks
+     * the ranks between the initiator and this one). */
+    int forwards;
     /* Collective for the node-shared backend. */
     void (*destroy)(pc_backend_t *b);
 } pc_backend_ops_t;

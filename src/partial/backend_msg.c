@@ -353,6 +353,15 @@ static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     free(peers);
 }
 
+static int msg_gave(pc_backend_t *b, uint64_t r)
+{
+    msg_backend_t *m = M(b);
+    pthread_mutex_lock(&m->lock);
+    int gave = m->rounds_started > r;
+    pthread_mutex_unlock(&m->lock);
+    return gave;
+}
+
 static void msg_destroy(pc_backend_t *b)
 {
     msg_backend_t *m = M(b);
@@ -377,6 +386,8 @@ static const pc_backend_ops_t msg_ops = {
     .message = msg_message,
     .close = msg_close,
     .describe = msg_describe,
+    .gave = msg_gave,
+    .forwards = 1,
     .destroy = msg_destroy,
 };
 

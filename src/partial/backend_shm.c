@@ -411,6 +411,12 @@ static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     }
 }
 
+static int shm_gave(pc_backend_t *b, uint64_t r)
+{
+    shm_backend_t *s = S(b);
+    return (atomic_load(&ctl_of(s, s->me)->state) >> ST_SHIFT) > r || atomic_load(&s->nc->done) > r;
+}
+
 static void shm_destroy(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
@@ -432,6 +438,7 @@ static const pc_backend_ops_t shm_ops = {
     .message = shm_message,
     .close = shm_close,
     .describe = shm_describe,
+    .gave = shm_gave,
     .destroy = shm_destroy,
 };
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/service.h"
+#include "../algo/activation.h"
 #include "../core/stall.h"
 #include "../engine/reduce.h"
 #include "../util/log.h"
@@ -374,7 +375,13 @@ static const char *kind_name(const pcoll_partial_t *p)
     }
 }
 
-/* At the leader: the ranks that the asker's call still waits for. */
+/* Questions any rank answers: has it given its part of a round; is a round
+ * activated there. */
+#define Q_DATA 100
+#define Q_ACTIVATED 101
+
+/* The ranks that the asker's call still waits for: at the leader, who has
+ * not arrived; at any rank, whether it has given its part of a round. */
 static void respond(pcoll_t *ctx, void *arg, int src, const pc_query_t *q, const int32_t *ranks,
                     unsigned char *missing)
 {
@@ -382,7 +389,16 @@ static void respond(pcoll_t *ctx, void *arg, int src, const pc_query_t *q, const
     (void)src;
     (void)ranks;
     pcoll_partial_t *p = pc_service_object(ctx, q->head.channel, q->head.object);
-    if (!p || !p->is_leader) return;
+    if (!p) return;
+    if (q->what == Q_DATA) {
+        if (!p->be->ops->gave(p->be, q->seq)) pc_bit_set(missing, p->me);
+        return;
+    }
+    if (q->what == Q_ACTIVATED) {
+        if (p->be->ops->activated(p->be) <= q->seq) pc_bit_set(missing, p->me);
+        return;
+    }
+    if (!p->is_leader) return;
     catch_up(p);
     pc_leader_missing(&p->leader, (int)q->what, q->seq, elsewhere, p, missing);
 }
@@ -399,35 +415,50 @@ void pc_driver_describe(pcoll_partial_t *p, int type, uint64_t round, pc_stall_p
                       p->be->ops->name);
     int atype = type == 0 ? PC_ARR_WAIT : type;
     uint64_t activated = p->be->ops->activated(p->be);
-    if (type == 0 && round < activated) {
-        /* activated: its data phase is what waits */
-        p->be->ops->describe(p->be, round, probe);
-        return;
-    }
-    if (type == 0 && !pc_policy_is_sync(&p->policy, round) && p->cfg.kind == PCOLL_PARTIAL_MAJORITY) {
-        int init = pc_policy_initiator(&p->policy, round, p->scratch);
-        if (init != p->me) pc_probe_suspect(probe, init, "it initiates this round and has not arrived for it");
-    }
-    const char *why = type == PC_ARR_FLUSH ? "has not called pcoll_partial_flush"
-                      : type == PC_ARR_FREE ? "has not called pcoll_partial_free"
-                                            : "has not arrived for the round";
-    if (p->is_leader) {
-        unsigned char *missing = calloc(p->bitmap_bytes, 1);
-        if (!missing) return;
-        catch_up(p);
-        pc_leader_missing(&p->leader, atype, round, elsewhere, p, missing);
-        for (int r = 0; r < p->P; r++)
-            if (pc_bit_get(missing, r)) pc_probe_suspect(probe, r, why);
-        free(missing);
-        return;
-    }
     pc_query_t q;
     memset(&q, 0, sizeof q);
     q.head.channel = p->channel;
     q.head.object = p->id;
     q.kind = PC_Q_OBJECT;
     q.seq = round;
-    q.what = (uint32_t)atype;
-    int leader = PC_LEADER;
-    pc_probe_ask(probe, &leader, 1, &q, NULL, 0, why);
+    if (type == 0 && round < activated) {
+        /* activated: its data phase is what waits.  Every rank's progress
+         * thread can say whether it gave its part (a stopped or dead one
+         * cannot answer); the messages still awaited come last */
+        if (!p->be->ops->gave(p->be, round))
+            pc_probe_suspect(probe, p->me, "this rank has not given its part yet", PC_WHY_PATH);
+        q.what = Q_DATA;
+        pc_probe_ask(probe, NULL, 0, &q, NULL, 0, "has not given its part of the round", PC_WHY_PATH);
+        p->be->ops->describe(p->be, round, probe);
+        return;
+    }
+    /* not activated here: who starts it, and (when activations travel from
+     * rank to rank) the ranks that pass it on to this one */
+    int starter = PC_LEADER;
+    const char *why = type == PC_ARR_FLUSH ? "has not called pcoll_partial_flush"
+                      : type == PC_ARR_FREE ? "has not called pcoll_partial_free"
+                                            : "has not arrived for the round";
+    if (type == 0 && !pc_policy_is_sync(&p->policy, round) && p->cfg.kind != PCOLL_PARTIAL_QUORUM) {
+        starter = pc_policy_initiator(&p->policy, round, p->scratch);
+        q.what = Q_ACTIVATED;
+        if (starter == p->me) return; /* this rank starts it: nothing to wait for */
+        pc_probe_ask(probe, &starter, 1, &q, NULL, 0, "it initiates this round and has not started it",
+                     PC_WHY_CAUSE);
+    } else if (p->is_leader) {
+        unsigned char *missing = calloc(p->bitmap_bytes, 1);
+        if (!missing) return;
+        catch_up(p);
+        pc_leader_missing(&p->leader, atype, round, elsewhere, p, missing);
+        for (int r = 0; r < p->P; r++)
+            if (pc_bit_get(missing, r)) pc_probe_suspect(probe, r, why, PC_WHY_CAUSE);
+        free(missing);
+    } else {
+        q.what = (uint32_t)atype;
+        pc_probe_ask(probe, &starter, 1, &q, NULL, 0, why, PC_WHY_CAUSE);
+    }
+    if (p->be->ops->forwards) {
+        q.what = Q_ACTIVATED;
+        for (int r = pc_act_parent(p->P, starter, p->me); r >= 0 && r != starter; r = pc_act_parent(p->P, starter, r))
+            pc_probe_ask(probe, &r, 1, &q, NULL, 0, "it has not passed the round's activation on", PC_WHY_PATH);
+    }
 }
