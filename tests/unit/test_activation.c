@@ -3,7 +3,8 @@
  * simultaneous initiators (some starting after messages already reached them)
  * and random delivery order, every rank is reached; each link is used at most
  * once per round; one initiator costs exactly P - 1 messages when P is a
- * power of two; links and their sources are consistent.
+ * power of two; links and their sources are consistent; the parent chain
+ * of a rank in a root's tree leads to the root over decreasing links.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -88,6 +89,22 @@ int main(void)
     for (int P = 1; P <= 64; P++) {
         int d = pc_act_ndims(P);
         CHECK((P == 1 && d == 0) || ((1LL << (d - 1)) < P && (1LL << d) >= P));
+        /* the parent in a root's tree sends to the rank on a link (the
+         * forwarding rule: above the link it heard on), and following
+         * parents reaches the root in at most d steps */
+        for (int root = 0; root < P; root++)
+            for (int me = 0; me < P; me++) {
+                int x = me, steps = 0, link_in = 64;
+                while (x != root) {
+                    int parent = pc_act_parent(P, root, x);
+                    int k = pc_act_dim_from(P, x, parent);
+                    CHECK(parent >= 0 && k >= 0 && k < link_in);
+                    link_in = k;
+                    x = parent;
+                    CHECK(++steps <= d);
+                }
+                CHECK(pc_act_parent(P, root, root) == -1);
+            }
         for (int me = 0; me < P; me++)
             for (int k = 0; k < d; k++) {
                 int peer = pc_act_peer(P, me, k);

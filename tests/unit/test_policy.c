@@ -1,0 +1,261 @@
+/*
+ * The rules of partial rounds (partial/policy.c), no MPI: event sequences in,
+ * decisions out.
+ *   - initiator(r): every rank exactly once per block of P rounds, the same
+ *     for the same seed, P = 1..64;
+ *   - synchronous rounds, the call's step, what an arriving rank does;
+ *   - the leader: QUORUM counts arrivals (and parked ranks, listed in the
+ *     counted bitmap), MAJORITY stands in only for a parked initiator, a
+ *     synchronous round waits for everyone, flush and free rounds need all
+ *     P, stale and impossible WAITs, what a stalled rank is told it waits
+ *     for;
+ *   - random event sequences for every kind: a decision always names the
+ *     next round, QUORUM never activates with fewer than q arrived, a
+ *     synchronous round never without all P.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partial/policy.h"
+#include "rng.h"
+#include "unit_check.h"
+
+static unsigned char parked_set[64];
+static int parked_fn(void *arg, int rank)
+{
+    (void)arg;
+    return parked_set[rank];
+}
+
+static pc_policy_t pol(pcoll_partial_kind_t kind, int P, int quorum, int sync_every, uint64_t seed)
+{
+    pc_policy_t p = {kind, P, quorum, sync_every, seed};
+    return p;
+}
+
+static void test_initiator(void)
+{
+    int scratch[64], seen[64];
+    for (int P = 1; P <= 64; P++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            pc_policy_t p = pol(PCOLL_PARTIAL_MAJORITY, P, 1, 0, seed);
+            for (uint64_t block = 0; block < 5; block++) {
+                memset(seen, 0, sizeof seen);
+                for (int k = 0; k < P; k++) {
+                    int who = pc_policy_initiator(&p, block * (uint64_t)P + (uint64_t)k, scratch);
+                    CHECK(who >= 0 && who < P);
+                    seen[who]++;
+                    /* the same value again (every rank computes it) */
+                    CHECK(pc_policy_initiator(&p, block * (uint64_t)P + (uint64_t)k, scratch) == who);
+                }
+                for (int r = 0; r < P; r++) CHECK(seen[r] == 1);
+            }
+        }
+    /* different seeds order a block differently (P = 16: almost surely) */
+    pc_policy_t a = pol(PCOLL_PARTIAL_MAJORITY, 16, 1, 0, 1), b = pol(PCOLL_PARTIAL_MAJORITY, 16, 1, 0, 2);
+    int differ = 0;
+    for (uint64_t r = 0; r < 16; r++) differ += pc_policy_initiator(&a, r, scratch) != pc_policy_initiator(&b, r, scratch);
+    CHECK(differ > 0);
+}
+
+static void test_rules(void)
+{
+    pc_policy_t p = pol(PCOLL_PARTIAL_SOLO, 4, 1, 0, 1);
+    for (uint64_t r = 0; r < 20; r++) CHECK(!pc_policy_is_sync(&p, r));
+    p.sync_every = 4;
+    for (uint64_t r = 0; r < 20; r++) CHECK(pc_policy_is_sync(&p, r) == (r % 4 == 3));
+
+    CHECK(pc_policy_call_step(1, 5, 9) == PC_STEP_RESULTS);
+    CHECK(pc_policy_call_step(0, 5, 6) == PC_STEP_RUNNING); /* round 5 took pending before the add */
+    CHECK(pc_policy_call_step(0, 5, 5) == PC_STEP_NEXT);
+
+    int scratch[8];
+    p = pol(PCOLL_PARTIAL_SOLO, 4, 1, 3, 1);
+    CHECK(pc_policy_arrival(&p, 1, 0, scratch) == PC_ARRIVE_START);
+    CHECK(pc_policy_arrival(&p, 1, 2, scratch) == PC_ARRIVE_LEADER); /* synchronous */
+    p = pol(PCOLL_PARTIAL_QUORUM, 4, 2, 0, 1);
+    CHECK(pc_policy_arrival(&p, 0, 7, scratch) == PC_ARRIVE_LEADER);
+    p = pol(PCOLL_PARTIAL_MAJORITY, 4, 1, 0, 9);
+    for (uint64_t r = 0; r < 8; r++) {
+        int init = pc_policy_initiator(&p, r, scratch);
+        for (int me = 0; me < 4; me++)
+            CHECK(pc_policy_arrival(&p, me, r, scratch) == (me == init ? PC_ARRIVE_START : PC_ARRIVE_LEADER));
+    }
+}
+
+static void test_quorum(void)
+{
+    pc_leader_t l;
+    pc_decision_t d;
+    pc_policy_t p = pol(PCOLL_PARTIAL_QUORUM, 5, 3, 0, 1);
+    CHECK(pc_leader_init(&l, &p) == 0);
+    memset(parked_set, 0, sizeof parked_set);
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d)); /* nobody waits */
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 1, 0) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 4, 0) == 0);
+    CHECK(pc_leader_has_waiters(&l));
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    unsigned char miss[1] = {0};
+    pc_leader_missing(&l, PC_ARR_WAIT, 0, parked_fn, NULL, miss);
+    CHECK(miss[0] == ((1 << 0) | (1 << 2) | (1 << 3))); /* not arrived */
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 1, 0) == 0); /* the same rank again: still 2 */
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 2, 0) == 0);
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 0 && d.root == 0 && d.flags == 0 && d.counted == NULL);
+    pc_leader_activated(&l, 0, d.flags);
+    CHECK(!pc_leader_has_waiters(&l));
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 3, 0) == 0); /* stale: round 0 runs */
+    CHECK(!pc_leader_has_waiters(&l));
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 3, 5) == -1); /* impossible */
+    /* round 1: two wait, one is parked elsewhere: counted, and listed */
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 0, 1) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 2, 1) == 0);
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    parked_set[4] = 1;
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 1 && d.counted && d.counted[0] == (1 << 4));
+    pc_leader_activated(&l, 1, 0);
+    /* an activation the leader hears of later (node-shared memory) moves it on */
+    pc_leader_activated(&l, 3, 0);
+    CHECK(l.next == 4);
+    pc_leader_destroy(&l);
+}
+
+static void test_majority(void)
+{
+    pc_leader_t l;
+    pc_decision_t d;
+    int scratch[6];
+    pc_policy_t p = pol(PCOLL_PARTIAL_MAJORITY, 6, 1, 0, 77);
+    CHECK(pc_leader_init(&l, &p) == 0);
+    memset(parked_set, 0, sizeof parked_set);
+    int init = pc_policy_initiator(&p, 0, scratch);
+    for (int r = 0; r < 6; r++)
+        if (r != init) CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, r, 0) == 0);
+    /* everybody else waits: still the initiator's round */
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    unsigned char miss[1] = {0};
+    pc_leader_missing(&l, PC_ARR_WAIT, 0, parked_fn, NULL, miss);
+    CHECK(miss[0] == (1 << init));
+    /* the initiator is blocked in another call: the leader stands in */
+    parked_set[init] = 1;
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 0 && d.root == init && (d.flags & PC_ROUND_STANDIN));
+    CHECK(d.counted && (d.counted[0] >> init & 1));
+    pc_leader_destroy(&l);
+}
+
+static void test_sync_flush_free(void)
+{
+    pc_leader_t l;
+    pc_decision_t d;
+    pc_policy_t p = pol(PCOLL_PARTIAL_SOLO, 3, 1, 2, 1); /* round 1, 3, ... synchronous */
+    CHECK(pc_leader_init(&l, &p) == 0);
+    memset(parked_set, 0, sizeof parked_set);
+    pc_leader_activated(&l, 0, 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 0, 1) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 1, 1) == 0);
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d)); /* rank 2 missing */
+    unsigned char miss[1] = {0};
+    pc_leader_missing(&l, PC_ARR_WAIT, 1, parked_fn, NULL, miss);
+    CHECK(miss[0] == (1 << 2));
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 2, 0) == 0); /* flushing counts as arrived */
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 1 && d.flags == PC_ROUND_SYNC);
+    pc_leader_activated(&l, 1, d.flags);
+    /* a flush needs every rank flushing, waiting or not */
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    memset(miss, 0, sizeof miss);
+    pc_leader_missing(&l, PC_ARR_FLUSH, 0, parked_fn, NULL, miss);
+    CHECK(miss[0] == ((1 << 0) | (1 << 1)));
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 0, 0) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 1, 0) == 0);
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 2 && d.flags == (PC_ROUND_FLUSH | PC_ROUND_SYNC));
+    pc_leader_activated(&l, 2, d.flags);
+    CHECK(l.nflushing == 0);
+    /* free: a rank that flushes and then frees counts as freeing only */
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 2, 0) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_FREE, 2, 0) == 0);
+    CHECK(l.nflushing == 0 && l.nfreeing == 1);
+    CHECK(pc_leader_arrival(&l, PC_ARR_FREE, 0, 0) == 0);
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    memset(miss, 0, sizeof miss);
+    pc_leader_missing(&l, PC_ARR_FREE, 0, parked_fn, NULL, miss);
+    CHECK(miss[0] == (1 << 1));
+    CHECK(pc_leader_arrival(&l, PC_ARR_FREE, 1, 0) == 0);
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 3 && d.flags == (PC_ROUND_FREE | PC_ROUND_SYNC));
+    pc_leader_destroy(&l);
+}
+
+/* Random arrivals, parks and activations for every kind: the leader's
+ * decisions keep their promises. */
+static long decisions;
+static void test_random(void)
+{
+    rng_t r;
+    rng_seed(&r, 4711);
+    int scratch[16];
+    for (int trial = 0; trial < 400; trial++) {
+        int P = 1 + (int)rng_below(&r, 12);
+        pcoll_partial_kind_t kind = (pcoll_partial_kind_t)rng_below(&r, 3);
+        int q = 1 + (int)rng_below(&r, (uint64_t)P);
+        int tau = (int)rng_below(&r, 4);
+        pc_policy_t p = pol(kind, P, q, tau, (uint64_t)trial);
+        pc_leader_t l;
+        CHECK(pc_leader_init(&l, &p) == 0);
+        memset(parked_set, 0, sizeof parked_set);
+        for (int ev = 0; ev < 300; ev++) {
+            int x = (int)rng_below(&r, (uint64_t)P);
+            switch (rng_below(&r, 6)) {
+            case 0:
+            case 1:
+            case 2: CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, x, l.next) == 0); break;
+            case 3: parked_set[x] = !parked_set[x]; break;
+            case 4: /* another rank started the next round itself (SOLO, MAJORITY's initiator) */
+                if (kind != PCOLL_PARTIAL_QUORUM && !pc_policy_is_sync(&p, l.next) &&
+                    (kind == PCOLL_PARTIAL_SOLO || pc_policy_initiator(&p, l.next, scratch) == x))
+                    pc_leader_activated(&l, l.next, 0);
+                break;
+            default: break;
+            }
+            pc_decision_t d;
+            uint64_t next = l.next;
+            int waiting[16], arrived = 0;
+            for (int k = 0; k < P; k++) {
+                waiting[k] = l.waiting[k];
+                arrived += l.waiting[k] || parked_set[k];
+            }
+            if (!pc_leader_decide(&l, 0, parked_fn, NULL, &d)) continue;
+            decisions++;
+            CHECK(d.round == next);
+            CHECK(arrived >= 1);
+            if (pc_policy_is_sync(&p, next)) CHECK(arrived == P && (d.flags & PC_ROUND_SYNC));
+            else if (kind == PCOLL_PARTIAL_QUORUM) CHECK(arrived >= q);
+            else if (kind == PCOLL_PARTIAL_MAJORITY) CHECK(d.root == pc_policy_initiator(&p, next, scratch) && parked_set[d.root]);
+            else CHECK(0); /* SOLO decides only synchronous rounds */
+            if (d.counted)
+                for (int k = 0; k < P; k++) CHECK(((d.counted[k / 8] >> (k % 8)) & 1) == (parked_set[k] && !waiting[k]));
+            pc_leader_activated(&l, d.round, d.flags);
+            CHECK(l.next == next + 1 && l.nwaiting == 0);
+        }
+        pc_leader_destroy(&l);
+    }
+    CHECK(decisions > 1000);
+}
+
+int main(void)
+{
+    test_initiator();
+    test_rules();
+    test_quorum();
+    test_majority();
+    test_sync_flush_free();
+    test_random();
+    printf("test_policy: %ld checks passed (%ld random decisions)\n", checks, decisions);
+    return 0;
+}
