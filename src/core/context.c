@@ -92,6 +92,7 @@ static void destroy(pcoll_t *ctx)
     free(ctx->world.busy);
     free(ctx->object_channels);
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
+    if (ctx->ctrl_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->ctrl_comm);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
@@ -176,6 +177,7 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     if (ctx) {
         ctx->owns_mpi = owns_mpi;
         ctx->comm = MPI_COMM_NULL;
+        ctx->ctrl_comm = MPI_COMM_NULL;
         pthread_mutex_init(&ctx->lock, NULL);
         ctx->world.broken_seq = UINT64_MAX;
         atomic_init(&ctx->inflight, 0);
@@ -189,6 +191,14 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
         rc = pc_mpi_error(mrc, fn, "MPI_Comm_dup");
     } else if ((mrc = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
         rc = pc_mpi_error(mrc, fn, "MPI_Comm_set_errhandler");
+    if ((rc = agree_step(comm, rc)) != PCOLL_SUCCESS) goto fail;
+    /* the control traffic's own communicator (collective) */
+    if ((mrc = MPI_Comm_dup(ctx->comm, &ctx->ctrl_comm)) != MPI_SUCCESS) {
+        ctx->ctrl_comm = MPI_COMM_NULL;
+        rc = pc_mpi_error(mrc, fn, "MPI_Comm_dup");
+    } else if ((mrc = MPI_Comm_set_errhandler(ctx->ctrl_comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS) {
+        rc = pc_mpi_error(mrc, fn, "MPI_Comm_set_errhandler");
+    }
     if ((rc = agree_step(comm, rc)) != PCOLL_SUCCESS) goto fail;
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->size);
@@ -222,7 +232,7 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     }
     if ((rc = agree_step(ctx->comm, rc)) != PCOLL_SUCCESS) goto fail;
     /* collective (doorbells in node-shared memory) */
-    rc = pc_engine_create(ctx->comm, &ctx->tags, &cfg.policy, &ctx->engine);
+    rc = pc_engine_create(ctx->comm, ctx->ctrl_comm, &ctx->tags, &cfg.policy, &ctx->engine);
     if ((rc = agree_step(ctx->comm, rc)) != PCOLL_SUCCESS) goto fail;
     atomic_fetch_add(&ctx->inflight, 1);
     if (pc_engine_post(ctx->engine, open_task, ctx) != PCOLL_SUCCESS)
@@ -407,10 +417,11 @@ void pc_ctx_set_block_hook(pcoll_t *ctx, pc_block_hook_t hook, void *arg)
     pthread_mutex_unlock(&ctx->lock);
 }
 
-int pc_ctx_block(pcoll_t *ctx, uint64_t object, uint32_t channel)
+int pc_ctx_block(pcoll_t *ctx, uint64_t object, uint32_t channel, int self_watches)
 {
     pthread_mutex_lock(&ctx->lock);
-    pc_block_hook_t hook = ctx->block_watchers > 0 ? ctx->block_hook : NULL;
+    /* the object a call is about does not count its own blocked calls */
+    pc_block_hook_t hook = ctx->block_watchers - (self_watches != 0) > 0 ? ctx->block_hook : NULL;
     void *arg = ctx->block_hook_arg;
     pthread_mutex_unlock(&ctx->lock);
     if (!hook) return 0; /* the common case: nobody to tell, nothing sent */

@@ -37,7 +37,8 @@ typedef struct pc_world_ops {
 typedef void (*pc_block_hook_t)(pcoll_t *ctx, void *arg, int delta, uint64_t object, uint32_t channel);
 
 struct pcoll_ctx {
-    MPI_Comm comm; /* private duplicate of the user's communicator */
+    MPI_Comm comm; /* private duplicate of the user's communicator: data */
+    MPI_Comm ctrl_comm; /* another one: the service channel (control) */
     int rank, size;
     int owns_mpi;  /* pcoll_init initialized MPI */
     int oversubscribed; /* this node runs more threads than it has CPUs */
@@ -94,9 +95,11 @@ void pc_ctx_register_object(pcoll_t *ctx, pc_object_link_t *link);
 void pc_ctx_unregister_object(pcoll_t *ctx, pc_object_link_t *link);
 void pc_ctx_set_block_hook(pcoll_t *ctx, pc_block_hook_t hook, void *arg);
 
-/* Application thread, around a blocking wait: tells the hook (when an
- * object watches).  Returns whether it told, to pass to the unblock. */
-int pc_ctx_block(pcoll_t *ctx, uint64_t object, uint32_t channel);
+/* Application thread, around a blocking wait: tells the hook when an
+ * object other than the one the call is about watches (self_watches: that
+ * object is a watcher itself).  Returns whether it told, to pass to the
+ * unblock. */
+int pc_ctx_block(pcoll_t *ctx, uint64_t object, uint32_t channel, int self_watches);
 void pc_ctx_unblock(pcoll_t *ctx, uint64_t object, uint32_t channel, int told);
 
 /* Schedule cache and requests (collective.c). */

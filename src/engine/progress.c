@@ -52,7 +52,8 @@ typedef struct keyed {
 } keyed_t;
 
 struct pc_engine {
-    MPI_Comm comm;
+    MPI_Comm comm;      /* schedules' messages */
+    MPI_Comm ctrl_comm; /* messages with callbacks (control) */
     pc_tags_t tags;
     pthread_t thread;
     atomic_int stop;
@@ -152,13 +153,14 @@ static int add_request(pc_engine_t *e, MPI_Request r, owner_t o)
 static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, int peer, int tag, owner_t o,
                         int *nposted)
 {
+    MPI_Comm comm = o.sched ? e->comm : e->ctrl_comm;
     size_t off = 0;
     *nposted = 0;
     do {
         size_t len = bytes - off < PC_CHUNK_BYTES ? bytes - off : PC_CHUNK_BYTES;
         MPI_Request r;
-        int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r)
-                         : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, e->comm, &r);
+        int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, peer, tag, comm, &r)
+                         : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, comm, &r);
         if (rc != MPI_SUCCESS) {
             char why[MPI_MAX_ERROR_STRING];
             snprintf(e->msg_error, sizeof e->msg_error, "%s %s rank %d (tag %d, %zu bytes) failed: %s",
@@ -556,12 +558,14 @@ static void *progress_main(void *arg)
     }
 }
 
-int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy, pc_engine_t **out)
+int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy,
+                     pc_engine_t **out)
 {
     static const char *fn = "pcoll_init";
     pc_engine_t *e = calloc(1, sizeof *e);
     if (!e) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the progress engine");
     e->comm = comm;
+    e->ctrl_comm = ctrl_comm;
     e->tags = *tags;
     int rc = MPI_Comm_rank(comm, &e->me);
     if (rc != MPI_SUCCESS) {

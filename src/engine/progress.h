@@ -55,8 +55,11 @@ typedef void (*pc_task_fn)(pc_engine_t *e, void *arg);
 typedef void (*pc_msg_fn)(pc_engine_t *e, void *arg, int status, const MPI_Status *st);
 typedef int (*pc_pred_fn)(void *arg);
 
-/* comm is owned by the caller and must outlive the engine. */
-int pc_engine_create(MPI_Comm comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy,
+/* Schedules' messages travel on comm, messages with callbacks (control) on
+ * ctrl_comm (a duplicate: the receive that control keeps posted for any
+ * source then does not slow down the matching of data).  Both are owned by
+ * the caller and must outlive the engine. */
+int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy,
                      pc_engine_t **out);
 /* Stops the thread once the queued tasks ran; cancels the receives still
  * posted (listeners, and those of abandoned runs). */
