@@ -222,10 +222,13 @@ static void start_group(pcoll_request_t *req)
         int r = pc_group_hello_take(&ctx->groups, g, need[k], req, &h);
         if (r < 0) g->broken = 1; /* lost its place in line */
         pthread_mutex_unlock(&ctx->lock);
-        if (r == 1)
+        if (r == 1) {
             deliver(req, need[k], &h);
-        else if (r < 0)
+        } else if (r < 0) {
+            /* the operation fails (it cannot learn that member's number) */
             pc_fault_set(&req->fault, PCOLL_ERR_NOMEM, "no memory for the group's handshake");
+            req->missing--;
+        }
     }
     free(all);
     /* the + 1 */

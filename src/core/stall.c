@@ -321,7 +321,7 @@ static int probe(pcoll_t *ctx, const pc_wait_t *w, char *out, size_t len)
 int pc_block(pcoll_t *ctx, const pc_wait_t *w)
 {
     if (w->done(w->arg)) return PCOLL_SUCCESS;
-    int told = pc_ctx_block(ctx, w->object, w->channel);
+    int told = pc_ctx_block(ctx, w->object, w->channel, w->object_watches);
     double warn = atomic_load(&ctx->stall_warn_s), timeout = atomic_load(&ctx->timeout_s);
     double t0 = now_s();
     int warned = warn <= 0, status = PCOLL_SUCCESS;

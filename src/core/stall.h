@@ -86,6 +86,7 @@ typedef struct pc_wait {
     void *describe_arg;
     uint64_t object;         /* the object the call is about (0: none) */
     uint32_t channel;        /* and its channel */
+    int object_watches;      /* that object counts blocked calls itself */
 } pc_wait_t;
 
 /* Waits until done(arg), reporting a stall and giving up as described

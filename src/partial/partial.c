@@ -322,7 +322,7 @@ static void describe(void *arg, pc_stall_probe_t *probe)
 static int wait_for(pcoll_partial_t *p, wait_target_t *w, const char *fn)
 {
     p->be->ops->want(p->be, w->rounds ? w->rounds : atomic_load(&p->rounds_completed) + 1);
-    pc_wait_t wait = {fn, reached, w, describe, w, p->id, p->channel};
+    pc_wait_t wait = {fn, reached, w, describe, w, p->id, p->channel, p->needs_park};
     int rc = pc_block(p->ctx, &wait);
     p->be->ops->want(p->be, 0);
     if (rc == PCOLL_SUCCESS) rc = pc_fault_raise(&p->fault, fn);
