@@ -28,17 +28,33 @@ static const char *help =
     "  --warmup N      untimed operations before each block of a variant (default 3)\n"
     "  --algo A        force pcoll's algorithm: auto|recdbl|rabenseifner|ring|direct\n"
     "                  (default auto; PCOLL_ALLREDUCE_ALGO also works)\n"
+    "  --plan          also a persistent plan (pcoll_allreduce_init once per\n"
+    "                  size, then pcoll_start + pcoll_wait) and pcoll_iallreduce +\n"
+    "                  pcoll_wait: columns plan_us, ipcoll_us, plan/pcoll\n"
     "  --json          one JSON object per size: bench, algo, ranks, bytes,\n"
-    "                  pcoll_us, mpi_us, impi_us, ratio (+ pcoll_min_us, pcoll_avg_us)\n"
+    "                  pcoll_us, mpi_us, impi_us, ratio (+ pcoll_min_us, pcoll_avg_us;\n"
+    "                  with --plan: plan_us, ipcoll_us, plan_ratio)\n"
     "  --no-verify     do not compare pcoll's results with MPI_Allreduce's\n"
     "sizes take K, M, G suffixes (binary). Times are microseconds.\n";
 
-enum { V_PCOLL, V_MPI, V_IMPI, NV };
+enum { V_PCOLL, V_MPI, V_IMPI, V_PLAN, V_IPCOLL, NV };
 enum { BLOCKS = 5, SETTLE_US = 2000 };
+
+static pcoll_plan_t *plan; /* V_PLAN: the current size's */
 
 static void run_one(int v, pcoll_t *ctx, const float *in, float *out, size_t count)
 {
-    if (v == V_PCOLL) {
+    if (v == V_PLAN || v == V_IPCOLL) {
+        pcoll_request_t *req;
+        int rc = v == V_PLAN ? pcoll_start(plan, &req)
+                             : pcoll_iallreduce(ctx, in, out, count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0, &req);
+        if (rc == PCOLL_SUCCESS) rc = pcoll_wait(&req);
+        if (rc != PCOLL_SUCCESS) {
+            fprintf(stderr, "%s + pcoll_wait: %s\n", v == V_PLAN ? "pcoll_start" : "pcoll_iallreduce",
+                    pcoll_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    } else if (v == V_PCOLL) {
         int rc = pcoll_allreduce(ctx, in, out, count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
         if (rc != PCOLL_SUCCESS) {
             fprintf(stderr, "pcoll_allreduce: %s\n", pcoll_last_error());
@@ -64,13 +80,13 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     const char *prog = "pcoll-bench allreduce";
     size_t min_bytes = 8, max_bytes = (size_t)64 << 20;
     long iters = 0, warmup = 3;
-    int json = 0, verify = 1;
+    int json = 0, verify = 1, with_plan = 0;
     pcoll_allreduce_algo_t algo = PCOLL_ALGO_AUTO;
     static struct option opts[] = {{"min-bytes", required_argument, 0, 'm'}, {"max-bytes", required_argument, 0, 'M'},
                                    {"iters", required_argument, 0, 'i'},     {"warmup", required_argument, 0, 'w'},
                                    {"algo", required_argument, 0, 'a'},      {"json", no_argument, 0, 'j'},
-                                   {"no-verify", no_argument, 0, 'n'},       {"help", no_argument, 0, 'h'},
-                                   {0, 0, 0, 0}};
+                                   {"no-verify", no_argument, 0, 'n'},       {"plan", no_argument, 0, 'p'},
+                                   {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -89,6 +105,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
             break;
         case 'j': json = 1; break;
         case 'n': verify = 0; break;
+        case 'p': with_plan = 1; break;
         case 'h':
             if (rank == 0) fputs(help, stdout);
             return 0;
@@ -105,7 +122,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     float *in = malloc(maxcount * sizeof(float));
     float *out[NV];
     for (int v = 0; v < NV; v++) out[v] = malloc(maxcount * sizeof(float));
-    if (!in || !out[0] || !out[1] || !out[2]) {
+    if (!in || !out[0] || !out[1] || !out[2] || !out[3] || !out[4]) {
         fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", prog, max_bytes);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -114,13 +131,20 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     if (rank == 0 && !json) {
         printf("# pcoll-bench allreduce: %d ranks, float32 sum; time = median over repetitions of the slowest rank\n",
                size);
-        printf("%10s  %-12s %6s %11s %11s %11s %9s\n", "bytes", "algo", "reps", "pcoll_us", "mpi_us", "impi_us",
+        printf("%10s  %-12s %6s %11s %11s %11s %9s", "bytes", "algo", "reps", "pcoll_us", "mpi_us", "impi_us",
                "pcoll/mpi");
+        if (with_plan) printf(" %11s %11s %10s", "plan_us", "ipcoll_us", "plan/pcoll");
+        printf("\n");
     }
-    int failures = 0;
+    int failures = 0, nv = with_plan ? NV : V_PLAN;
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
         size_t count = bytes / 4;
         int reps = iters ? (int)iters : auto_iters(bytes);
+        if (with_plan &&
+            pcoll_allreduce_init(ctx, in, out[V_PLAN], count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0, &plan) != PCOLL_SUCCESS) {
+            fprintf(stderr, "%s: pcoll_allreduce_init: %s\n", prog, pcoll_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         double *t[NV], *slow[NV], *fast[NV], *sum[NV];
         for (int v = 0; v < NV; v++) {
             t[v] = malloc(sizeof(double) * (size_t)reps);
@@ -129,8 +153,8 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
             sum[v] = malloc(sizeof(double) * (size_t)reps);
         }
         for (int b = 0; b < BLOCKS; b++)
-            for (int k = 0; k < NV; k++) {
-                int v = (k + b) % NV;
+            for (int k = 0; k < nv; k++) {
+                int v = (k + b) % nv;
                 MPI_Barrier(MPI_COMM_WORLD);
                 usleep(SETTLE_US);
                 for (int w = 0; w < warmup; w++) run_one(v, ctx, in, out[v], count);
@@ -141,17 +165,19 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                     t[v][r] = tool_now_us() - t0;
                 }
             }
-        for (int v = 0; v < NV; v++) {
+        for (int v = 0; v < nv; v++) {
             MPI_Allreduce(t[v], slow[v], reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             MPI_Allreduce(t[v], fast[v], reps, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
             MPI_Allreduce(t[v], sum[v], reps, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         }
-        int bad = verify && (memcmp(out[V_PCOLL], out[V_MPI], count * sizeof(float)) != 0);
+        int bad = verify && (memcmp(out[V_PCOLL], out[V_MPI], count * sizeof(float)) != 0 ||
+                             (with_plan && (memcmp(out[V_PLAN], out[V_MPI], count * sizeof(float)) != 0 ||
+                                            memcmp(out[V_IPCOLL], out[V_MPI], count * sizeof(float)) != 0)));
         int anybad = 0;
         MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         failures += anybad;
-        double med[NV];
-        for (int v = 0; v < NV; v++) med[v] = tool_median(slow[v], (size_t)reps);
+        double med[NV] = {0};
+        for (int v = 0; v < nv; v++) med[v] = tool_median(slow[v], (size_t)reps);
         for (int r = 0; r < reps; r++) sum[V_PCOLL][r] /= size;
         double pmin = tool_median(fast[V_PCOLL], (size_t)reps), pavg = tool_median(sum[V_PCOLL], (size_t)reps);
         const char *aname = pcoll_allreduce_algo_name(pcoll_allreduce_algo_for(ctx, count * 4, size));
@@ -169,12 +195,19 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                 tool_json_num(&j, "ratio", med[V_PCOLL] / med[V_MPI]);
                 tool_json_num(&j, "pcoll_min_us", pmin);
                 tool_json_num(&j, "pcoll_avg_us", pavg);
+                if (with_plan) {
+                    tool_json_num(&j, "plan_us", med[V_PLAN]);
+                    tool_json_num(&j, "ipcoll_us", med[V_IPCOLL]);
+                    tool_json_num(&j, "plan_ratio", med[V_PLAN] / med[V_PCOLL]);
+                }
                 tool_json_int(&j, "reps", reps);
                 tool_json_str(&j, "verified", !verify ? "no" : anybad ? "FAILED" : "yes");
                 tool_json_end(&j, stdout);
             } else {
-                printf("%10zu  %-12s %6d %11.1f %11.1f %11.1f %9.2f%s\n", count * 4, aname, reps, med[V_PCOLL],
-                       med[V_MPI], med[V_IMPI], med[V_PCOLL] / med[V_MPI], anybad ? "  RESULT DIFFERS" : "");
+                printf("%10zu  %-12s %6d %11.1f %11.1f %11.1f %9.2f", count * 4, aname, reps, med[V_PCOLL], med[V_MPI],
+                       med[V_IMPI], med[V_PCOLL] / med[V_MPI]);
+                if (with_plan) printf(" %11.1f %11.1f %10.2f", med[V_PLAN], med[V_IPCOLL], med[V_PLAN] / med[V_PCOLL]);
+                printf("%s\n", anybad ? "  RESULT DIFFERS" : "");
                 fflush(stdout);
             }
         }
@@ -184,6 +217,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
             free(fast[v]);
             free(sum[v]);
         }
+        if (with_plan) pcoll_plan_free(&plan);
         if (bytes > SIZE_MAX / 2) break;
     }
     if (rank == 0 && failures) fprintf(stderr, "%s: %d sizes gave results different from MPI_Allreduce\n", prog, failures);
