@@ -1,0 +1,56 @@
+#!/bin/sh
+# The include graph of src/ runs one way (docs/design.md, section 1):
+#   util < engine < algo < core < partial
+# A file may include files of its own layer or a lower one, never a higher
+# one; and the modules of src/partial (a .c with its .h) include each other
+# without a cycle.  Prints the graph's violations; exit 1 if there are any.
+#   scripts/check-layers.sh [source dir]    (default: the repository's src/)
+set -eu
+src=${1:-$(dirname "$0")/../src}
+cd "$src"
+
+# every edge "from to": files relative to src/, includes resolved
+for f in */*.c */*.h; do
+    dir=${f%%/*}
+    sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f" | while read -r inc; do
+        case $inc in
+            ../*) to=${inc#../} ;;
+            */*) to=$inc ;;
+            *) to=$dir/$inc ;;
+        esac
+        [ "$to" = pcoll.h ] && continue
+        echo "$f $to"
+    done
+done | awk '
+function layer(path,    d) {
+    d = path; sub(/\/.*/, "", d)
+    if (d == "util") return 0; if (d == "engine") return 1; if (d == "algo") return 2
+    if (d == "core") return 3; if (d == "partial") return 4
+    return -1
+}
+function module(path,    m) { m = path; sub(/\.[ch]$/, "", m); return m }
+{
+    from = $1; to = $2; edges++
+    if (layer(to) < 0) { printf "unknown include: %s includes %s\n", from, to; bad++; next }
+    if (layer(to) > layer(from)) { printf "layer violation: %s includes %s\n", from, to; bad++ }
+    if (layer(from) == 4 && layer(to) == 4 && module(from) != module(to)) {
+        a = module(from); b = module(to)
+        if (!((a, b) in adj)) { adj[a, b] = 1; succ[a] = succ[a] " " b }
+        mods[a] = 1; mods[b] = 1
+    }
+}
+function visit(m,    n, s, i) {
+    color[m] = 1
+    n = split(succ[m], s, " ")
+    for (i = 1; i <= n; i++) {
+        if (color[s[i]] == 1) { printf "cycle in src/partial: %s -> %s\n", m, s[i]; cycles++ }
+        else if (color[s[i]] == 0) visit(s[i])
+    }
+    color[m] = 2
+}
+END {
+    for (m in mods) color[m] = 0
+    for (m in mods) if (color[m] == 0) visit(m)
+    printf "check-layers: %d includes checked, %d layer violations, %d cycles among src/partial modules\n", edges, bad, cycles
+    exit (bad + cycles) ? 1 : 0
+}'
