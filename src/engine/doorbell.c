@@ -158,16 +158,18 @@ void pc_doorbell_ring_data(pc_doorbells_t *d, int peer)
     if (atomic_load(&b->sleeping) & MODE_BITS(who, PC_SLEEP_ACTIVE)) ring(b, 1, PC_SLEEP_ACTIVE);
 }
 
-int pc_doorbell_kick(pc_doorbells_t *d, int peer, int key)
+int pc_doorbell_kick(pc_doorbells_t *d, int peer, int key, int do_ring)
 {
     bell_t *b = peer_bell(d, peer);
     if (!b && peer == d->me) b = d->mine;
     if (!b || key < 0 || key >= PC_KICK_KEYS) return 0;
     atomic_fetch_or(&b->kick[key / 64], 1ULL << (key % 64));
     atomic_fetch_or(&b->kick_summary, 1ULL << (key / 64));
-    ring(b, d->shared, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE);
+    if (do_ring) ring(b, d->shared, PC_SLEEP_IDLE | PC_SLEEP_ACTIVE);
     return 1;
 }
+
+int pc_doorbell_kicked(const pc_doorbells_t *d) { return atomic_load(&d->mine->kick_summary) != 0; }
 
 int pc_doorbell_take_kicks(pc_doorbells_t *d, void (*fn)(void *arg, int key), void *arg)
 {

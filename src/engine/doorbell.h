@@ -76,8 +76,11 @@ void pc_doorbell_ring_data(pc_doorbells_t *d, int peer);
  */
 #define PC_KICK_KEYS 4096
 /* Sets `key` at `peer` (this rank or a rank on its node; 0 if it cannot be
- * reached) and wakes it if it sleeps; returns 1 if set. */
-int pc_doorbell_kick(pc_doorbells_t *d, int peer, int key);
+ * reached) and wakes it if it sleeps (ring = 0: sets it only); returns 1 if
+ * set. */
+int pc_doorbell_kick(pc_doorbells_t *d, int peer, int key, int ring);
+/* 1 if keys are set at this rank. */
+int pc_doorbell_kicked(const pc_doorbells_t *d);
 /* Calls fn(arg, key) for every key set at this rank since the last call,
  * clearing them; returns how many. */
 int pc_doorbell_take_kicks(pc_doorbells_t *d, void (*fn)(void *arg, int key), void *arg);

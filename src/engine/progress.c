@@ -44,6 +44,7 @@ typedef struct owner {
     int is_send;
     int passive;       /* not counted in nactive: a listener, or a
                           message of an abandoned run             */
+    int abandoned;     /* of an abandoned run (counted in nabandoned) */
 } owner_t;
 
 typedef struct keyed {
@@ -82,6 +83,7 @@ struct pc_engine {
     owner_t *owners;
     int nreqs, capreqs;
     int nactive; /* outstanding requests that are not listeners */
+    int nabandoned; /* outstanding requests of abandoned runs */
     uint32_t ctrl_received; /* control messages the listeners got */
     int kick_did;           /* what the keyed pollers of this look did */
     int *idx;
@@ -163,9 +165,8 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
                          : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, comm, &r);
         if (rc != MPI_SUCCESS) {
             char why[MPI_MAX_ERROR_STRING];
-            snprintf(e->msg_error, sizeof e->msg_error, "%s %s rank %d (tag %d, %zu bytes) failed: %s",
-                     is_send ? "MPI_Isend to" : "MPI_Irecv from", "", peer, tag, len,
-                     pc_mpi_strerror(rc, why, sizeof why));
+            snprintf(e->msg_error, sizeof e->msg_error, "%s rank %d (tag %d, %zu bytes) failed: %s",
+                     is_send ? "MPI_Isend to" : "MPI_Irecv from", peer, tag, len, pc_mpi_strerror(rc, why, sizeof why));
             return PCOLL_ERR_MPI;
         }
         if (is_send && off == 0) { /* a sleeping neighbour starts polling */
@@ -224,7 +225,9 @@ void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status)
         if (o->sched != s) continue;
         if (!o->passive) {
             o->passive = 1;
+            o->abandoned = 1;
             e->nactive--;
+            e->nabandoned++;
         }
         if (!o->is_send) {
             int rc = MPI_Cancel(&e->reqs[i]);
@@ -357,6 +360,7 @@ static int test_requests(pc_engine_t *e)
     for (int k = 0; k < outcount; k++) {
         int i = e->idx[k];
         if (!e->owners[i].passive) e->nactive--;
+        if (e->owners[i].abandoned) e->nabandoned--;
         e->nreqs--;
         e->reqs[i] = e->reqs[e->nreqs];
         e->owners[i] = e->owners[e->nreqs];
@@ -415,11 +419,13 @@ static int run_tasks(pc_engine_t *e)
 }
 
 /* Requests that no ring announces: operations in flight (MPI may need
- * polling to move them), listeners for peers on other nodes (they cannot
- * ring), or a control message on its way that no listener matched yet. */
+ * polling to move them, and so may the messages of abandoned runs),
+ * listeners for peers on other nodes (they cannot ring), or a control
+ * message on its way that no listener matched yet.  Otherwise nothing can
+ * complete, and a look need not even call MPI. */
 static int must_poll(pc_engine_t *e)
 {
-    return e->nactive > 0 ||
+    return e->nactive > 0 || e->nabandoned > 0 ||
            (e->nreqs > 0 && !(pc_doorbells_all_local(e->bells) && pc_doorbell_ctrl_sent(e->bells) == e->ctrl_received));
 }
 
@@ -465,7 +471,7 @@ static int look(pc_engine_t *e, driver_t *d)
     e->looked_seq = seq;
     int did = 0;
     if (atomic_load(&e->qlen)) did += run_tasks(e);
-    if (e->nreqs) did += test_requests(e);
+    if (e->nreqs && must_poll(e)) did += test_requests(e);
     e->kick_did = 0;
     pc_doorbell_take_kicks(e->bells, run_kicked, e);
     did += e->kick_did;
@@ -774,12 +780,14 @@ int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeou
             app_gives_token(e);
             break;
         }
-        /* tasks queued quietly for this wait: the holder runs them */
-        if (atomic_load(&e->qlen)) pc_doorbell_ring_self(e->bells);
+        /* tasks queued and keys marked quietly for this wait: the holder
+         * runs them */
+        if (atomic_load(&e->qlen) || pc_doorbell_kicked(e->bells)) pc_doorbell_ring_self(e->bells);
         wait_notified(e, pred, arg, deadline);
     }
-    /* tasks queued by pc_engine_post_quiet for this wait: someone runs them */
-    if (atomic_load(&e->qlen)) pc_doorbell_ring_self(e->bells);
+    /* tasks queued by pc_engine_post_quiet, keys marked by pc_engine_mark
+     * for this wait: someone runs them */
+    if (atomic_load(&e->qlen) || pc_doorbell_kicked(e->bells)) pc_doorbell_ring_self(e->bells);
     return ok;
 }
 
@@ -828,7 +836,8 @@ void pc_engine_set_poller(pc_engine_t *e, int key, pc_poll_fn fn, void *arg)
     e->pollers[key].arg = arg;
 }
 
-int pc_engine_kick(pc_engine_t *e, int peer, int key) { return pc_doorbell_kick(e->bells, peer, key); }
+int pc_engine_kick(pc_engine_t *e, int peer, int key) { return pc_doorbell_kick(e->bells, peer, key, 1); }
+void pc_engine_mark(pc_engine_t *e, int key) { pc_doorbell_kick(e->bells, e->me, key, 0); }
 int pc_engine_can_kick_all(const pc_engine_t *e) { return pc_doorbells_all_local(e->bells); }
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }

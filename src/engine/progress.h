@@ -128,6 +128,10 @@ void pc_engine_set_poller(pc_engine_t *e, int key, pc_poll_fn fn, void *arg);
 /* Any thread: make rank `peer` (this rank, or one on its node) run the
  * poller of `key` soon, waking it.  Returns 0 if peer cannot be reached. */
 int pc_engine_kick(pc_engine_t *e, int peer, int key);
+/* An application thread of this rank that waits in pcoll next: the poller
+ * of `key` runs at the wait's first look; nobody is woken for it (a wait
+ * that cannot take the progress token rings for it). */
+void pc_engine_mark(pc_engine_t *e, int key);
 /* 1 if every rank of the engine's communicator can be kicked (one node,
  * doorbells in shared memory). */
 int pc_engine_can_kick_all(const pc_engine_t *e);

@@ -436,13 +436,10 @@ int pc_sched_step_tag(const pc_sched_t *s, int i, uint32_t step_mask)
 
 void pc_sched_fail_run(pc_sched_t *s, int status, const char *fmt, ...)
 {
-    if (status == PCOLL_SUCCESS || pc_fault_status(&s->fault) != PCOLL_SUCCESS) return;
-    char msg[sizeof s->fault.msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pc_fault_vset(&s->fault, status, fmt, ap);
     va_end(ap);
-    pc_fault_set(&s->fault, status, "%s", msg);
 }
 
 int pc_sched_status(const pc_sched_t *s) { return pc_fault_status(&s->fault); }

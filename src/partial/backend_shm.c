@@ -121,6 +121,7 @@ static int bit_of(const shm_backend_t *s, const unsigned char *rec, int rank)
 }
 
 static void kick(shm_backend_t *s, int rank) { pc_engine_kick(s->base.env.engine, rank, s->key); }
+static int help(shm_backend_t *s);
 
 /* ---- the application thread ---- */
 
@@ -164,9 +165,10 @@ static uint64_t shm_contribute(pc_backend_t *b, const void *contribution, int (*
     st = atomic_load(&c->state);
     while (!atomic_compare_exchange_weak(&c->state, &st, (st & ~(uint64_t)ST_ADDING) | set)) {
     }
-    /* a round may have skipped our part while we added: this rank's poller
-     * gives it */
-    kick(s, s->me);
+    /* a round may have skipped our part while we added: give it now (any
+     * thread may); a round summed here is completed at this rank's next look
+     * (the caller waits or calls again: nobody is woken for it) */
+    if (help(s)) pc_engine_mark(env->engine, s->key);
     return taken;
 }
 
@@ -183,8 +185,8 @@ static void shm_want(pc_backend_t *b, uint64_t round)
 {
     shm_backend_t *s = S(b);
     atomic_store(&ctl_of(s, s->me)->want, round);
-    /* the round may be done already: this rank's poller looks now */
-    if (round) kick(s, s->me);
+    /* the round may be done already: the wait that follows looks at once */
+    if (round) pc_engine_mark(b->env.engine, s->key);
 }
 
 /* ---- any thread ---- */

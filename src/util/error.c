@@ -70,16 +70,22 @@ void pc_fault_clear(pc_fault_t *f)
     atomic_store(&f->status, PCOLL_SUCCESS);
 }
 
-int pc_fault_set(pc_fault_t *f, int status, const char *fmt, ...)
+int pc_fault_vset(pc_fault_t *f, int status, const char *fmt, va_list ap)
 {
     if (atomic_load_explicit(&f->status, memory_order_acquire) != PCOLL_SUCCESS || status == PCOLL_SUCCESS)
         return status;
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(f->msg, sizeof f->msg, fmt, ap);
-    va_end(ap);
     atomic_store_explicit(&f->status, status, memory_order_release);
     pc_log(PCOLL_LOG_DEBUG, "fault: %s", f->msg);
+    return status;
+}
+
+int pc_fault_set(pc_fault_t *f, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pc_fault_vset(f, status, fmt, ap);
+    va_end(ap);
     return status;
 }
 

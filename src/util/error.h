@@ -12,6 +12,7 @@
 #define PC_UTIL_ERROR_H
 
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 
 #include "pcoll.h"
@@ -47,6 +48,7 @@ typedef struct pc_fault {
 void pc_fault_clear(pc_fault_t *f);
 /* Sets the fault unless one is set already; returns status. */
 int pc_fault_set(pc_fault_t *f, int status, const char *fmt, ...) PC_PRINTF(3, 4);
+int pc_fault_vset(pc_fault_t *f, int status, const char *fmt, va_list ap);
 int pc_fault_status(const pc_fault_t *f);
 /* The calling thread's last error becomes "<fn>: <fault message>"; returns
  * the fault's status (PCOLL_SUCCESS if none). */
