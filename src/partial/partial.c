@@ -354,11 +354,14 @@ static int leave(pcoll_partial_t *p, int rc)
 
 /* Takes the delivered results: the buffer is swapped for an empty one under
  * the lock, the copy made after it.  A delivered buffer with no round in it
- * is zero, whatever its bytes. */
-static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, int own)
+ * is zero, whatever its bytes.  The call's contribution is in them when the
+ * round `taken` (that took it) is: read under the same lock as the swap, as
+ * a round may complete meanwhile (own: it is in them anyway). */
+static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint64_t taken, int own)
 {
     void *fresh = pc_partial_buffer_get(p);
     pthread_mutex_lock(&p->lock);
+    own = own || atomic_load(&p->rounds_completed) > taken;
     void *d = p->delivered;
     pc_delivery_t m = p->dmeta;
     if (fresh) {
@@ -456,8 +459,7 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
         if (rc != PCOLL_SUCCESS) return leave(p, rc);
     }
     if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
-    /* the round that took this call's contribution delivered it here */
-    take(p, out, info, atomic_load(&p->rounds_completed) > taken);
+    take(p, out, info, taken, 0);
     return leave(p, PCOLL_SUCCESS);
 }
 
@@ -483,7 +485,7 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
     if (rc == PCOLL_ERR_TIMEOUT) return leave(p, rc);
     p->be->ops->waiting(p->be, 0);
     if (rc != PCOLL_SUCCESS) return leave(p, rc);
-    take(p, out, info, 1);
+    take(p, out, info, 0, 1);
     return leave(p, PCOLL_SUCCESS);
 }
 
