@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "pcoll.h"
@@ -46,6 +47,16 @@ static inline void tu_fail(const char *file, int line, const char *what)
     do {                                                                                           \
         int tu_rc_ = (call);                                                                       \
         CHECK_MSG(tu_rc_ == PCOLL_SUCCESS, "%s returned %d (%s)", #call, tu_rc_, pcoll_strerror(tu_rc_)); \
+    } while (0)
+
+/* the call fails with `status` and pcoll_last_error names `word` */
+#define EXPECT_ERR(call, status, word)                                                             \
+    do {                                                                                           \
+        int tu_rc_ = (call);                                                                       \
+        CHECK_MSG(tu_rc_ == (status), "%s returned %d (%s), expected %d", #call, tu_rc_,           \
+                  pcoll_strerror(tu_rc_), (int)(status));                                          \
+        CHECK_MSG(strstr(pcoll_last_error(), word) != NULL, "message \"%s\" does not name \"%s\"", \
+                  pcoll_last_error(), word);                                                       \
     } while (0)
 
 static inline void tu_alarm(int sig)

@@ -277,18 +277,29 @@ static int finish(pcoll_request_t *req, int waited, const char *fn)
     return status;
 }
 
-int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
-                    pcoll_op_t op, const int *group, int group_size)
+/* A prepared request for an allreduce call (fn), or an error. */
+static int new_request(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                       pcoll_op_t op, const int *group, int group_size, const char *fn, pcoll_request_t **out)
 {
-    int rc = pc_ctx_check(ctx, __func__);
+    int rc = pc_ctx_check(ctx, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     pcoll_request_t *req = req_alloc(ctx);
-    if (!req) return PC_ERR(PCOLL_ERR_NOMEM, "no memory for a request");
-    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, __func__, req);
+    if (!req) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a request");
+    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, fn, req);
     if (rc != PCOLL_SUCCESS) {
         req_recycle(req);
         return rc;
     }
+    *out = req;
+    return PCOLL_SUCCESS;
+}
+
+int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                    pcoll_op_t op, const int *group, int group_size)
+{
+    pcoll_request_t *req;
+    int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
+    if (rc != PCOLL_SUCCESS) return rc;
     pc_op_post(req, 1);
     return finish(req, pc_op_wait(req, __func__), __func__); /* normally runs the operation itself */
 }
@@ -298,15 +309,9 @@ int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
 {
     if (!out) return PC_ERR(PCOLL_ERR_NULL, "req (the output request pointer) is NULL");
     *out = NULL;
-    int rc = pc_ctx_check(ctx, __func__);
+    pcoll_request_t *req;
+    int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
     if (rc != PCOLL_SUCCESS) return rc;
-    pcoll_request_t *req = req_alloc(ctx);
-    if (!req) return PC_ERR(PCOLL_ERR_NOMEM, "no memory for a request");
-    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, __func__, req);
-    if (rc != PCOLL_SUCCESS) {
-        req_recycle(req);
-        return rc;
-    }
     pc_op_post(req, 0);
     pthread_mutex_lock(&ctx->lock);
     ctx->live_requests++;

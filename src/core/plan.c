@@ -28,6 +28,20 @@ struct pcoll_plan {
     int started;          /* a start was posted */
 };
 
+/* The plan's receive id back to the pool (unless messages for it may still
+ * come: after a failed start its group is marked out of step), its group
+ * record released, its schedule and request freed. */
+static void release(pcoll_t *ctx, pcoll_request_t *req)
+{
+    pthread_mutex_lock(&ctx->lock);
+    if (!req->group->broken) pc_idpool_put(&ctx->ids, req->my_id);
+    pc_groups_put(&ctx->groups, req->group);
+    pthread_mutex_unlock(&ctx->lock);
+    pc_built_free(&req->b);
+    free(req->send_bases);
+    free(req);
+}
+
 int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                          pcoll_op_t op, const int *group, int group_size, pcoll_plan_t **out)
 {
@@ -62,13 +76,7 @@ int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_
     if ((rc = pc_fault_raise(&req->fault, __func__)) != PCOLL_SUCCESS) {
         /* every member saw the disagreement (each sees every HELLO): nobody
          * sends to our id */
-        pthread_mutex_lock(&ctx->lock);
-        pc_idpool_put(&ctx->ids, req->my_id);
-        pc_groups_put(&ctx->groups, req->group);
-        pthread_mutex_unlock(&ctx->lock);
-        pc_built_free(&req->b);
-        free(req->send_bases);
-        free(req);
+        release(ctx, req);
         free(plan);
         return rc;
     }
@@ -111,15 +119,7 @@ int pcoll_plan_free(pcoll_plan_t **pplan)
     } else {
         if (plan->started && !atomic_load(&req->done))
             return PC_ERR(PCOLL_ERR_STATE, "a start of this plan is still in flight (pcoll_wait for it first)");
-        pthread_mutex_lock(&ctx->lock);
-        /* after a failed start messages for this id may still come: the id
-         * is not reused then */
-        if (!req->group->broken) pc_idpool_put(&ctx->ids, req->my_id);
-        pc_groups_put(&ctx->groups, req->group);
-        pthread_mutex_unlock(&ctx->lock);
-        pc_built_free(&req->b);
-        free(req->send_bases);
-        free(req);
+        release(ctx, req);
     }
     free(plan);
     *pplan = NULL;

@@ -22,15 +22,6 @@
 
 static int rank, size;
 
-#define EXPECT_ERR(call, status, word)                                                             \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        CHECK_MSG(rc_ == (status), "%s returned %d (%s), expected %d", #call, rc_, pcoll_strerror(rc_), \
-                  (int)(status));                                                                  \
-        CHECK_MSG(strstr(pcoll_last_error(), word) != NULL, "message \"%s\" does not name \"%s\"",  \
-                  pcoll_last_error(), word);                                                       \
-    } while (0)
-
 /* the message starts with the public call's name */
 static void names_call(const char *call)
 {

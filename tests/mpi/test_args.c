@@ -7,16 +7,6 @@
 
 #include "../testutil.h"
 
-/* the call fails with `status` and pcoll_last_error mentions `word` */
-#define EXPECT_ERR(call, status, word)                                                             \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        CHECK_MSG(rc_ == (status), "%s returned %d (%s), expected %d", #call, rc_, pcoll_strerror(rc_), \
-                  (int)(status));                                                                  \
-        CHECK_MSG(strstr(pcoll_last_error(), word) != NULL, "message \"%s\" does not name \"%s\"",  \
-                  pcoll_last_error(), word);                                                       \
-    } while (0)
-
 int main(int argc, char **argv)
 {
     int rank, size;

@@ -258,13 +258,6 @@ static void distinct_groups(pcoll_t *ctx, int want_groups)
 
 /* ---- persistent plans ---- */
 
-#define EXPECT_ERR(call, status, word)                                                             \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        CHECK_MSG(rc_ == (status), "%s returned %d (%s)", #call, rc_, pcoll_strerror(rc_));        \
-        CHECK_MSG(strstr(pcoll_last_error(), word) != NULL, "message \"%s\" lacks \"%s\"", pcoll_last_error(), word); \
-    } while (0)
-
 static void plans(pcoll_t *ctx)
 {
     enum { N = 1000, STARTS = 20 };

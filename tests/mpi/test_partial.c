@@ -383,13 +383,6 @@ static void free_in_flight(pcoll_t *ctx)
     CHECK_RC(pcoll_partial_free(&p));
 }
 
-#define EXPECT_ERR(call, status, word)                                                             \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        CHECK_MSG(rc_ == (status), "%s returned %d (%s)", #call, rc_, pcoll_strerror(rc_));        \
-        CHECK_MSG(strstr(pcoll_last_error(), word) != NULL, "message \"%s\" lacks \"%s\"", pcoll_last_error(), word); \
-    } while (0)
-
 static void bad_arguments(pcoll_t *ctx)
 {
     pcoll_log_level_t old = pcoll_get_log_level();

@@ -26,26 +26,12 @@ static const char *help =
 
 #define MAX_LIST 16
 
-static int parse_list(const char *prog, const char *flag, const char *text, char out[][32])
-{
-    char buf[512];
-    if (strlen(text) >= sizeof buf) tool_usage_error(prog, "%s: list too long", flag);
-    strcpy(buf, text);
-    int n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (n == MAX_LIST) tool_usage_error(prog, "%s: at most %d entries", flag, MAX_LIST);
-        snprintf(out[n++], 32, "%s", tok);
-    }
-    if (n == 0) tool_usage_error(prog, "%s: empty list", flag);
-    return n;
-}
-
 int bench_objects(int argc, char **argv, int rank, int size)
 {
     const char *prog = "pcoll-bench objects";
     char counts_s[MAX_LIST][32], kinds[MAX_LIST][32];
-    int ncounts = parse_list(prog, "--counts", "10,100,1000", counts_s);
-    int nkinds = parse_list(prog, "--kinds", "solo,majority", kinds);
+    int ncounts = tool_split_list(prog, "--counts", "10,100,1000", counts_s, MAX_LIST);
+    int nkinds = tool_split_list(prog, "--kinds", "solo,majority", kinds, MAX_LIST);
     long calls = 3000, count = 16;
     int json = 0;
     static struct option opts[] = {{"counts", required_argument, 0, 'c'}, {"kinds", required_argument, 0, 'k'},
@@ -56,8 +42,8 @@ int bench_objects(int argc, char **argv, int rank, int size)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': ncounts = parse_list(prog, "--counts", optarg, counts_s); break;
-        case 'k': nkinds = parse_list(prog, "--kinds", optarg, kinds); break;
+        case 'c': ncounts = tool_split_list(prog, "--counts", optarg, counts_s, MAX_LIST); break;
+        case 'k': nkinds = tool_split_list(prog, "--kinds", optarg, kinds, MAX_LIST); break;
         case 'n': calls = tool_flag_long(prog, "--calls", optarg, 1, 100000000); break;
         case 'e': count = tool_flag_long(prog, "--count", optarg, 1, 1 << 24); break;
         case 'j': json = 1; break;

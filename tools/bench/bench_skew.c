@@ -40,20 +40,16 @@ typedef struct mode {
 
 static void parse_modes(const char *prog, const char *list, mode_t_ *modes, int *n)
 {
-    char buf[512];
-    if (strlen(list) >= sizeof buf) tool_usage_error(prog, "--modes: list too long");
-    strcpy(buf, list);
-    *n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (*n == MAX_MODES) tool_usage_error(prog, "--modes: at most %d modes", MAX_MODES);
-        mode_t_ *m = &modes[(*n)++];
-        snprintf(m->name, sizeof m->name, "%s", tok);
-        m->is_mpi = strcmp(tok, "mpi") == 0;
+    char names[MAX_MODES][32];
+    *n = tool_split_list(prog, "--modes", list, names, MAX_MODES);
+    for (int i = 0; i < *n; i++) {
+        mode_t_ *m = &modes[i];
+        memcpy(m->name, names[i], sizeof m->name); /* both 32 characters */
+        m->is_mpi = strcmp(names[i], "mpi") == 0;
         pcoll_partial_config_default(&m->cfg);
-        if (!m->is_mpi && pcoll_partial_config_parse(tok, &m->cfg) != PCOLL_SUCCESS)
-            tool_usage_error(prog, "--modes: \"%s\" is not mpi, solo, majority or quorum:Q", tok);
+        if (!m->is_mpi && pcoll_partial_config_parse(names[i], &m->cfg) != PCOLL_SUCCESS)
+            tool_usage_error(prog, "--modes: \"%s\" is not mpi, solo, majority or quorum:Q", names[i]);
     }
-    if (*n == 0) tool_usage_error(prog, "--modes: empty list");
 }
 
 static void sleep_us(double us)

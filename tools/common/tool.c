@@ -141,3 +141,18 @@ double tool_flag_double(const char *prog, const char *flag, const char *value, d
 }
 
 double tool_now_us(void) { return MPI_Wtime() * 1e6; }
+
+int tool_split_list(const char *prog, const char *flag, const char *text, char out[][32], int max)
+{
+    char buf[512];
+    if (strlen(text) >= sizeof buf) tool_usage_error(prog, "%s: list too long", flag);
+    strcpy(buf, text);
+    int n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max) tool_usage_error(prog, "%s: at most %d entries", flag, max);
+        if (strlen(tok) >= 32) tool_usage_error(prog, "%s: \"%s\" is too long", flag, tok);
+        strcpy(out[n++], tok);
+    }
+    if (n == 0) tool_usage_error(prog, "%s: empty list", flag);
+    return n;
+}

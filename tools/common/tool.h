@@ -34,6 +34,9 @@ pcoll_t *tool_pcoll_init(void);
 size_t tool_flag_bytes(const char *prog, const char *flag, const char *value);
 long tool_flag_long(const char *prog, const char *flag, const char *value, long min, long max);
 double tool_flag_double(const char *prog, const char *flag, const char *value, double min, double max);
+/* A comma-separated flag value into at most max entries of 32 characters
+ * (a longer entry, too many, or none: a usage error).  Returns how many. */
+int tool_split_list(const char *prog, const char *flag, const char *text, char out[][32], int max);
 /* --min-bytes / --max-bytes: at least one 4-byte element, max >= min. */
 void tool_byte_range(const char *prog, size_t *min_bytes, size_t max_bytes);
 void tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
