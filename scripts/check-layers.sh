@@ -1,8 +1,9 @@
 #!/bin/sh
 # The include graph of src/ runs one way (docs/design.md, section 1):
-#   util < engine < algo < core < partial
+#   util < engine < algo < core < partial, groups
 # A file may include files of its own layer or a lower one, never a higher
-# one; and the modules of src/partial (a .c with its .h) include each other
+# one; src/groups (pure decision logic: who reduces with whom) includes only
+# util and itself; and the modules of src/partial (a .c with its .h) include each other
 # without a cycle.  Prints the graph's violations; exit 1 if there are any.
 #   scripts/check-layers.sh [source dir]    (default: the repository's src/)
 set -eu
@@ -25,7 +26,7 @@ done | awk '
 function layer(path,    d) {
     d = path; sub(/\/.*/, "", d)
     if (d == "util") return 0; if (d == "engine") return 1; if (d == "algo") return 2
-    if (d == "core") return 3; if (d == "partial") return 4
+    if (d == "core") return 3; if (d == "partial" || d == "groups") return 4
     return -1
 }
 function module(path,    m) { m = path; sub(/\.[ch]$/, "", m); return m }
@@ -33,6 +34,7 @@ function module(path,    m) { m = path; sub(/\.[ch]$/, "", m); return m }
     from = $1; to = $2; edges++
     if (layer(to) < 0) { printf "unknown include: %s includes %s\n", from, to; bad++; next }
     if (layer(to) > layer(from)) { printf "layer violation: %s includes %s\n", from, to; bad++ }
+    else if (from ~ /^groups\// && to !~ /^(groups|util)\//) { printf "groups/ is pure: %s includes %s\n", from, to; bad++ }
     if (layer(from) == 4 && layer(to) == 4 && module(from) != module(to)) {
         a = module(from); b = module(to)
         if (!((a, b) in adj)) { adj[a, b] = 1; succ[a] = succ[a] " " b }
