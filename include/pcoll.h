@@ -232,15 +232,18 @@ PCOLL_API int pcoll_wait(pcoll_request_t **req);
  * pcoll_start runs the same allreduce of the same buffers again and
  * allocates nothing.  *req (complete it with pcoll_wait or pcoll_test)
  * belongs to the plan: it is not freed when it completes, and the next start
- * may come once it has.  Plans and operations on one group are started in
- * the same order at every member.
+ * may come once pcoll_wait or pcoll_test has completed it (a start before
+ * that fails with PCOLL_ERR_STATE, as with MPI's persistent requests).
+ * Plans and operations on one group are started in the same order at every
+ * member.
  */
 typedef struct pcoll_plan pcoll_plan_t;
 PCOLL_API int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
                                    pcoll_dtype_t dtype, pcoll_op_t op, const int *group, int group_size,
                                    pcoll_plan_t **plan);
 PCOLL_API int pcoll_start(pcoll_plan_t *plan, pcoll_request_t **req);
-/* Local: the last start must have completed.  Sets *plan to NULL. */
+/* Local: the last start must have been completed by pcoll_wait or pcoll_test.
+ * Sets *plan to NULL. */
 PCOLL_API int pcoll_plan_free(pcoll_plan_t **plan);
 
 /* ---- partial allreduce (eager-SGD) --------------------------------------- */

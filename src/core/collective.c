@@ -325,7 +325,8 @@ static int release(pcoll_request_t **preq, int waited, const char *fn)
 {
     pcoll_request_t *req = *preq;
     *preq = NULL;
-    if (req->persistent) { /* a plan's: the plan keeps it */
+    if (req->persistent) { /* a plan's: the plan keeps it, and may start again */
+        req->outstanding = 0;
         if (waited == PCOLL_ERR_TIMEOUT) return waited;
         return pc_fault_raise(&req->fault, fn);
     }

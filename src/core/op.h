@@ -69,6 +69,7 @@ struct pcoll_request {
     pc_fault_t fault;
     atomic_int done;
     int persistent;         /* a plan's own request: never freed by wait */
+    int outstanding;        /* plan: started, and no wait or test has returned it yet */
     pc_task_t task;
     pcoll_request_t *next;  /* world line, free list, zombies */
 };

@@ -13,7 +13,8 @@
  *   pcoll_plan_free          the id back to the pool (after the last start
  *                            completed here every message for it arrived)
  *
- * One start at a time: the previous one must have completed, so messages of
+ * One start at a time: the previous one must have been completed by
+ * pcoll_wait or pcoll_test (as MPI's persistent requests), so messages of
  * consecutive starts are kept apart by MPI's order (tags.h).
  */
 #include <stdlib.h>
@@ -25,7 +26,6 @@
 struct pcoll_plan {
     pcoll_t *ctx;
     pcoll_request_t *req; /* the init's, then every start's */
-    int started;          /* a start was posted */
 };
 
 /* The plan's receive id back to the pool (unless messages for it may still
@@ -94,15 +94,19 @@ int pcoll_start(pcoll_plan_t *plan, pcoll_request_t **out)
         return PC_ERR(PCOLL_ERR_STATE,
                       "an earlier start of this plan (or operation on its group) timed out or failed: the plan can "
                       "only be freed");
-    if (plan->started && !atomic_load(&req->done))
-        return PC_ERR(PCOLL_ERR_STATE, "the previous start of this plan has not completed (pcoll_wait for it first)");
+    /* as MPI's persistent requests: the previous start must have been
+     * completed by pcoll_wait or pcoll_test, not merely have finished */
+    if (req->outstanding)
+        return PC_ERR(PCOLL_ERR_STATE,
+                      "the previous start of this plan was not completed by pcoll_wait or pcoll_test (wait for it "
+                      "first)");
     pcoll_t *ctx = plan->ctx;
     pthread_mutex_lock(&ctx->lock);
     req->group->active++;
     pthread_mutex_unlock(&ctx->lock);
     atomic_store(&req->done, 0);
     pc_fault_clear(&req->fault);
-    plan->started = 1;
+    req->outstanding = 1;
     pc_op_post(req, 0);
     *out = req;
     return PCOLL_SUCCESS;
@@ -117,8 +121,9 @@ int pcoll_plan_free(pcoll_plan_t **pplan)
     if (req->abandoned) { /* a start timed out: MPI may still use the buffers */
         pc_op_zombie(req);
     } else {
-        if (plan->started && !atomic_load(&req->done))
-            return PC_ERR(PCOLL_ERR_STATE, "a start of this plan is still in flight (pcoll_wait for it first)");
+        if (req->outstanding)
+            return PC_ERR(PCOLL_ERR_STATE,
+                          "a start of this plan was not completed by pcoll_wait or pcoll_test (wait for it first)");
         release(ctx, req);
     }
     free(plan);

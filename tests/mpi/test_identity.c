@@ -15,10 +15,12 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../rng.h"
 #include "../testutil.h"
 #include "core/context.h"
+#include "core/op.h"
 
 static int rank, size;
 
@@ -276,7 +278,11 @@ static void plans(pcoll_t *ctx)
             if (s == 0) {
                 pcoll_log_level_t old = pcoll_get_log_level();
                 pcoll_set_log_level(PCOLL_LOG_NONE);
-                EXPECT_ERR(pcoll_start(plan, &again), PCOLL_ERR_STATE, "not completed");
+                EXPECT_ERR(pcoll_start(plan, &again), PCOLL_ERR_STATE, "pcoll_wait");
+                /* also once it has surely finished: the wait is what completes it */
+                while (!atomic_load(&req->done)) usleep(100);
+                EXPECT_ERR(pcoll_start(plan, &again), PCOLL_ERR_STATE, "pcoll_wait");
+                EXPECT_ERR(pcoll_plan_free(&plan), PCOLL_ERR_STATE, "pcoll_wait");
                 pcoll_set_log_level(old);
             }
             CHECK_RC(pcoll_wait(&req));
