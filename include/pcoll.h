@@ -252,7 +252,12 @@ typedef enum pcoll_partial_kind {
     PCOLL_PARTIAL_SOLO = 0,     /* the first rank to arrive starts a round   */
     PCOLL_PARTIAL_MAJORITY = 1, /* round r starts when initiator(r) arrives;
                                    initiators drawn from a shared seed       */
-    PCOLL_PARTIAL_QUORUM = 2    /* round r starts once `quorum` ranks arrived */
+    PCOLL_PARTIAL_QUORUM = 2,   /* round r starts once `quorum` ranks arrived */
+    PCOLL_PARTIAL_GROUP = 3     /* WAGMA: started as SOLO, but round r sums
+                                   only inside each group of round r (groups
+                                   of group_size that rotate every round, see
+                                   pcoll_partial_group_of); synchronous rounds
+                                   (sync_every, flush, free) sum over all   */
 } pcoll_partial_kind_t;
 
 typedef enum pcoll_contrib_mode {
@@ -279,6 +284,9 @@ typedef struct pcoll_round {
     const void *result; /* count elements; valid only during the callback */
     size_t count;
     pcoll_dtype_t dtype;
+    int group_size;     /* the ranks whose data the result sums: this rank's
+                           group (GROUP), else every rank                    */
+    const int *group;   /* their ranks, increasing; valid during the callback */
 } pcoll_round_t;
 
 typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
@@ -286,6 +294,8 @@ typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
 typedef struct pcoll_partial_config {
     pcoll_partial_kind_t kind;
     int quorum;                /* QUORUM: ranks needed, 1 <= quorum <= P      */
+    int group_size;            /* GROUP: S >= 2 ranks per group (S >= P: one
+                                  group of all); 0 = max(2, round(sqrt(P)))  */
     pcoll_contrib_mode_t mode;
     int sync_every;            /* tau: every tau-th round is synchronous
                                   (all ranks arrive); 0 = never.  Then no
@@ -303,10 +313,12 @@ typedef struct pcoll_partial_config {
     void *observer_arg;
 } pcoll_partial_config_t;
 
-/* SOLO, ACCUMULATE, quorum 1, sync_every 0, seed 1, no observer. */
+/* SOLO, ACCUMULATE, quorum 1, group_size 0, sync_every 0, seed 1, no
+ * observer. */
 PCOLL_API void pcoll_partial_config_default(pcoll_partial_config_t *cfg);
 
-/* Parse "solo", "majority" or "quorum:Q" into cfg->kind / cfg->quorum. */
+/* Parse "solo", "majority", "quorum:Q", "group" or "group:S" into
+ * cfg->kind / cfg->quorum / cfg->group_size (the rest of cfg unchanged). */
 PCOLL_API int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg);
 
 typedef struct pcoll_partial pcoll_partial_t;
@@ -321,13 +333,19 @@ typedef struct pcoll_partial_info {
     int active_min;         /* the fewest active ranks in any covered round   */
     uint64_t active_total;  /* active ranks summed over the covered rounds    */
     uint64_t contributions; /* contributions summed into the covered rounds
-                               (ACCUMULATE: calls; REPLACE: one per rank)     */
+                               (ACCUMULATE: calls; REPLACE: one per rank that
+                               has contributed at least once)                */
+    uint64_t last_contributions; /* the same, of the last round only          */
     int own_included;       /* this call's contribution is in the result      */
     int root;               /* rank that started the last round               */
     int synchronous;        /* the last round was synchronous (tau or flush)  */
     uint64_t parked;        /* covered rounds that counted this rank as arrived
                                while it was blocked in another pcoll call (see
                                pcoll_partial_config_t.sync_every)             */
+    int group_size;         /* the ranks whose data the last round summed here:
+                               this rank's group (GROUP), else all ranks      */
+    const int *group;       /* their ranks, increasing; valid until the next
+                               call on the object (NULL when rounds == 0)     */
 } pcoll_partial_info_t;
 
 /* Collective over the context (every rank, same order, same arguments).
@@ -372,6 +390,26 @@ PCOLL_API int pcoll_partial_set_observer(pcoll_partial_t *p, pcoll_round_observe
 /* initiator(r) of a MAJORITY object: a seeded random permutation of the ranks
  * per block of P rounds, so every rank initiates equally often. */
 PCOLL_API int pcoll_partial_initiator(const pcoll_partial_t *p, uint64_t round);
+
+/* The ranks whose data round `round` of a GROUP object sums at this rank,
+ * computed locally (every rank computes the same groups): members (room for
+ * *n ints on entry) receive them in increasing order, *n their number.  A
+ * synchronous round (every sync_every-th) and the other kinds: every rank.
+ * (A flush or free round, whatever its number, sums over every rank.)
+ * PCOLL_ERR_ARG if *n is too small (*n is set to the size needed). */
+PCOLL_API int pcoll_partial_group_of(const pcoll_partial_t *p, uint64_t round, int *members, int *n);
+
+/* WAGMA-SGD's group model averaging (Algorithm 2 of Li et al., 2020), for a
+ * REPLACE object whose contributions are models.  After
+ *   pcoll_partial_allreduce(p, local, model, &info)
+ * it turns the sum in `model` into the new model:
+ *   own model in the sum (info.own_included):  model = sum / n
+ *   else (the sum holds an older one):         model = (sum + local) / (n + 1)
+ * with n = info.last_contributions (the group's size S' once every member
+ * has contributed; P for a synchronous round).  If no round was delivered,
+ * model = local.  Floating-point types only (PCOLL_ERR_DTYPE otherwise). */
+PCOLL_API int pcoll_partial_average(const pcoll_partial_t *p, const pcoll_partial_info_t *info, const void *local,
+                                    void *model);
 
 /* How the object's rounds move data: "shared-memory" (every rank on one node
  * and at most PCOLL_PARTIAL_SHM_BYTES of data) or "messages"; NULL for NULL. */

@@ -24,9 +24,11 @@
  * link below h, or is R, and therefore used link h, which reaches y.  Letting
  * each rank forward only once, along the tree of the first root it heard from,
  * does not have this property: with two initiators a rank can be skipped by
- * both trees (a brute-force search finds such cases for small P).  A rank
- * that already completed the round ignores further messages for it: then
- * every rank has been activated already.
+ * both trees (a brute-force search finds such cases for small P).  The
+ * argument needs every rank to forward every message by this rule, also
+ * after its part of the round is over; a rank may drop a message only when
+ * it knows every rank has been activated (it completed a round that needed
+ * every rank's part).
  */
 #include "activation.h"
 

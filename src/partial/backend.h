@@ -7,9 +7,11 @@
  *   backend_shm.c   every rank on one node: pending buffers, activation
  *                   records and results in node-shared memory; any rank
  *                   takes the parts and sums; no messages at all
- *   backend_msg.c   anything else: pending in process memory, activation
- *                   broadcast over links (algo/activation.h), an allreduce
- *                   schedule over all ranks per round, FIN at the end
+ *   backend_msg.c   anything else, and GROUP objects: pending in process
+ *                   memory, activation broadcast over links
+ *                   (algo/activation.h), per round an allreduce schedule
+ *                   over the round's members (all ranks, or the rank's
+ *                   group: pc_policy_members), FIN at the end
  *
  *   driver (driver.c)                       backend
  *   -----------------                       -------
@@ -36,6 +38,7 @@
 #include "../core/service.h"
 #include "../engine/progress.h"
 #include "pcoll.h"
+#include "policy.h"
 
 /* Every control message of an object starts with this; the driver fills
  * the head and routes types >= PC_MSG_BACKEND to the backend. */
@@ -66,6 +69,7 @@ typedef struct pc_backend_env {
     pcoll_dtype_t dtype;
     size_t esize, bytes; /* bytes = (count + 2) * esize */
     pcoll_contrib_mode_t mode;
+    pc_policy_t policy;  /* whose data each round sums (pc_policy_members) */
     uint32_t channel;    /* of the object (engine/tags.h) */
     uint64_t object;     /* the object's id */
     size_t bitmap_bytes; /* (P + 7) / 8 */
@@ -140,8 +144,10 @@ struct pc_backend {
  * ranks or more, all on one node, every rank's doorbell reachable and a free
  * kick key; else *out = NULL (and PCOLL_SUCCESS). */
 int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pc_backend_t **out);
-/* Local: the message backend, with an allreduce of this algorithm. */
-int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t algo, pc_backend_t **out);
+/* Local: the message backend.  forced: the context's algorithm setting
+ * (PCOLL_ALGO_AUTO: chosen per round's size, never direct). */
+int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t forced, size_t small_bytes,
+                          pc_backend_t **out);
 
 /* ---- the round's data format ---- */
 

@@ -9,13 +9,24 @@
  *     forward on unused links above h        the application is not writing
  *     (algo/activation.c)                    its contribution:
  *                                              take pending, write trailer,
- *                                              allreduce in place over all
- *                                              ranks (channel, round r)
+ *                                              allreduce in place over the
+ *                                              round's members (channel,
+ *                                              round r): every rank, or for
+ *                                              GROUP this rank's group
  *                                            done: env.completed, start r+1
  *
- * At most two rounds are in play at a rank: the one running and the next (an
- * initiator of r+1 has finished r, which needed every rank's part of r), so
- * activation state lives in two slots, r % 2.
+ * Rounds that can be activated and not complete here at once: two when each
+ * round sums over every rank (an initiator of r+1 has finished r, which
+ * needed every rank's part of r); under GROUP a rank finishes r with its
+ * group alone, but only after every rank finished r - depth
+ * (pc_policy_window).  Activation state lives in that many slots, r % n.
+ * Schedules: one over all ranks, and one per (group size, own index) met,
+ * bound to the round's members; the groups of one round are disjoint and
+ * share the round's tags.
+ *
+ * A rank that completed a round drops further activations of it, as every
+ * rank has been activated, unless the round was summed inside groups: then
+ * it still passes them on (algo/activation.c).
  *
  * End of life: after the last round completed here, this rank sends FIN on
  * each of its links and ignores activations from then on; it is drained
@@ -50,8 +61,16 @@ typedef struct act_slot {
     unsigned char *counted; /* ranks counted as parked by the leader */
 } act_slot_t;
 
+/* an allreduce schedule over n members, this rank the idx-th */
+typedef struct group_sched {
+    int n, idx;
+    pc_sched_t *sched;
+} group_sched_t;
+
 typedef struct msg_backend {
     pc_backend_t base;
+    pcoll_allreduce_algo_t forced;
+    size_t small_bytes;
     pthread_mutex_t lock;
     void *pending;             /* (L) contributions not yet taken */
     uint64_t pending_contribs; /* (L) contributions in pending (0: it is zero,
@@ -64,8 +83,13 @@ typedef struct msg_backend {
     uint64_t rounds_started;   /* (L) rounds whose data phase began here */
     atomic_ullong done;        /* rounds completed here */
     /* token holder */
-    act_slot_t slot[2];
-    pc_sched_t *sched;         /* the data phase: an allreduce in place */
+    act_slot_t *slot;          /* nslots, round r in slot[r % nslots] */
+    int nslots;
+    pc_sched_t *sched;         /* the data phase over all ranks: an allreduce in place */
+    group_sched_t *groups;     /* over groups (GROUP) */
+    int ngroups;
+    int *members;              /* the running round's (P ints) */
+    pc_sched_t *running_sched;
     int running;
     uint64_t running_round;
     uint32_t running_flags;
@@ -155,14 +179,54 @@ static uint64_t msg_activated(const pc_backend_t *b)
 
 static void msg_open(pc_backend_t *b) { M(b)->fins_pending = all_links(b->env.P); }
 
+/* Sends round's activation on `links` (a mask of this rank's links). */
+static int send_activation(msg_backend_t *m, uint64_t round, int root, uint32_t flags, const unsigned char *counted,
+                           uint64_t links)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    if (!links) return 0;
+    size_t bytes = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
+    _Alignas(pc_obj_msg_t) unsigned char stack[sizeof(pc_obj_msg_t) + 64]; /* P <= 512: no allocation */
+    pc_obj_msg_t *out = bytes <= sizeof stack ? (pc_obj_msg_t *)stack : malloc(bytes);
+    if (!out) {
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to forward an activation");
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    out->type = PC_MSG_ACTIVATE;
+    out->flags = flags;
+    out->round = round;
+    out->root = root;
+    out->counted = counted != NULL;
+    if (counted) memcpy(out + 1, counted, env->bitmap_bytes);
+    for (int k = 0; links; k++, links >>= 1)
+        if (links & 1) env->send(env->owner, pc_act_peer(env->P, env->me, k), out, bytes);
+    if ((unsigned char *)out != stack) free(out);
+    return 0;
+}
+
 static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flags, const unsigned char *counted,
                         int from_link)
 {
     msg_backend_t *m = M(b);
     const pc_backend_env_t *env = &b->env;
     if (m->finishing) return 0;
-    if (round < atomic_load(&m->done)) return 0; /* a late duplicate: everyone has it already */
-    act_slot_t *s = &m->slot[round % 2];
+    act_slot_t *s = &m->slot[round % (uint64_t)m->nslots];
+    if (round < atomic_load(&m->done)) {
+        /* Completed here.  If that needed every rank's part, every rank has
+         * been activated: a late duplicate.  A round summed inside groups
+         * completes with the group alone, and the ranks behind this one on
+         * the activation's links may not have it yet: pass it on (the slot
+         * remembers the links used, unless a later round took it: then a
+         * link may carry the round twice, which the receiver absorbs). */
+        if (!pc_policy_in_groups(&env->policy, round, flags)) return 0;
+        uint64_t links = pc_act_forward_mask(env->P, from_link);
+        if (s->round == round) {
+            links &= ~s->used_links;
+            s->used_links |= links;
+        }
+        return send_activation(m, round, root, flags, counted, links) < 0 ? -1 : 0;
+    }
     if (s->round != round) {
         if (s->activated && s->round >= atomic_load(&m->done)) {
             pc_log(PCOLL_LOG_ERROR, "partial: activation of round %llu while round %llu is pending (bug)",
@@ -189,25 +253,7 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
     }
     uint64_t links = pc_act_forward_mask(env->P, from_link) & ~s->used_links;
     s->used_links |= links;
-    if (links) {
-        size_t bytes = sizeof(pc_obj_msg_t) + (s->has_counted ? env->bitmap_bytes : 0);
-        _Alignas(pc_obj_msg_t) unsigned char stack[sizeof(pc_obj_msg_t) + 64]; /* P <= 512: no allocation */
-        pc_obj_msg_t *out = bytes <= sizeof stack ? (pc_obj_msg_t *)stack : malloc(bytes);
-        if (!out) {
-            env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to forward an activation");
-            return -1;
-        }
-        memset(out, 0, sizeof *out);
-        out->type = PC_MSG_ACTIVATE;
-        out->flags = s->flags;
-        out->round = round;
-        out->root = s->root;
-        out->counted = s->has_counted;
-        if (s->has_counted) memcpy(out + 1, s->counted, env->bitmap_bytes);
-        for (int k = 0; links; k++, links >>= 1)
-            if (links & 1) env->send(env->owner, pc_act_peer(env->P, env->me, k), out, bytes);
-        if ((unsigned char *)out != stack) free(out);
-    }
+    if (send_activation(m, round, s->root, s->flags, s->has_counted ? s->counted : NULL, links) < 0) return -1;
     if (first) {
         env->activated(env->owner, round, flags);
         try_start(m);
@@ -241,6 +287,42 @@ static void msg_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
 
 static void round_done(pc_sched_t *s, int status, void *arg);
 
+/* An allreduce in place over n members, this rank the idx-th, trailer
+ * included: never the direct algorithm unless forced (ranks join a round
+ * one by one as the activation reaches them, and direct's n - 1 messages
+ * per rank then slow the activation down: a round at P = 16 took about 25%
+ * longer). */
+static int build(msg_backend_t *m, int n, int idx, pc_sched_t **out)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    pc_allreduce_spec_t spec = {n, idx, env->count + 2, env->dtype, PCOLL_SUM, 1};
+    pcoll_allreduce_algo_t algo = pc_allreduce_choose(m->forced, 0, m->small_bytes, env->bytes, n);
+    return pc_allreduce_build(&spec, algo, out);
+}
+
+/* The schedule of round r (activated with flags), bound to its members;
+ * NULL: no memory. */
+static pc_sched_t *round_sched(msg_backend_t *m, uint64_t r, uint32_t flags)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    int n = pc_policy_members(&env->policy, r, flags, env->me, m->members);
+    if (n == env->P) return m->sched;
+    int idx = 0;
+    while (m->members[idx] != env->me) idx++;
+    pc_sched_t *s = NULL;
+    for (int i = 0; i < m->ngroups && !s; i++)
+        if (m->groups[i].n == n && m->groups[i].idx == idx) s = m->groups[i].sched;
+    if (!s) {
+        group_sched_t *g = realloc(m->groups, sizeof *g * (size_t)(m->ngroups + 1));
+        if (!g) return NULL;
+        m->groups = g;
+        if (build(m, n, idx, &s) != PCOLL_SUCCESS) return NULL;
+        g[m->ngroups++] = (group_sched_t){n, idx, s};
+    }
+    pc_sched_bind_ranks(s, m->members);
+    return s;
+}
+
 static void try_start(msg_backend_t *m)
 {
     pc_backend_t *b = &m->base;
@@ -248,7 +330,7 @@ static void try_start(msg_backend_t *m)
     if (m->finishing || m->running) return;
     pthread_mutex_lock(&m->lock);
     uint64_t r = m->rounds_started;
-    act_slot_t *slot = &m->slot[r % 2];
+    act_slot_t *slot = &m->slot[r % (uint64_t)m->nslots];
     if (slot->round != r || !slot->activated) {
         pthread_mutex_unlock(&m->lock);
         return;
@@ -275,7 +357,7 @@ static void try_start(msg_backend_t *m)
     } else {
         buf = fresh; /* REPLACE: the latest contribution stays for later rounds */
         if (!zero) memcpy(buf, m->pending, env->count * env->esize);
-        contribs = 1;
+        contribs = !zero; /* a rank that never contributed adds zeros */
     }
     /* active: waiting for this round here, or counted by the leader as parked
      * in another call (then its data is as fresh as it gets) */
@@ -288,19 +370,26 @@ static void try_start(msg_backend_t *m)
 
     if (zero) memset(buf, 0, env->count * env->esize);
     pc_trailer_set(env, buf, active, contribs);
+    pc_sched_t *sched = round_sched(m, r, slot->flags);
+    if (!sched) {
+        env->release(env->owner, buf);
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the schedule of a group");
+        return;
+    }
+    m->running_sched = sched;
     m->running = 1;
     m->running_round = r;
     m->running_flags = slot->flags;
     m->running_root = slot->root;
     m->running_parked = parked;
     m->round_buf = buf;
-    pc_sched_bind(m->sched, PC_SLOT_OUT, buf);
-    pc_sched_set_tags(m->sched, pc_tag_base(pc_engine_tags(env->engine), env->channel, r), NULL);
-    pc_sched_on_done(m->sched, round_done, m);
-    int rc = pc_engine_run(env->engine, m->sched);
+    pc_sched_bind(sched, PC_SLOT_OUT, buf);
+    pc_sched_set_tags(sched, pc_tag_base(pc_engine_tags(env->engine), env->channel, r), NULL);
+    pc_sched_on_done(sched, round_done, m);
+    int rc = pc_engine_run(env->engine, sched);
     if (rc != PCOLL_SUCCESS) {
-        pc_sched_fail_run(m->sched, rc, "the round's schedule could not start");
-        round_done(m->sched, rc, m);
+        pc_sched_fail_run(sched, rc, "the round's schedule could not start");
+        round_done(sched, rc, m);
     }
 }
 
@@ -347,7 +436,7 @@ static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     if (!m->running || m->running_round != r) return;
     int *peers = malloc(sizeof(int) * (size_t)env->P);
     if (!peers) return;
-    int k = pc_sched_waiting_on(m->sched, peers, env->P);
+    int k = pc_sched_waiting_on(m->running_sched, peers, env->P);
     for (int i = 0; i < k; i++)
         pc_probe_fallback(p, peers[i], "its part of the round has not arrived (its progress thread may be stopped)");
     free(peers);
@@ -366,8 +455,11 @@ static void msg_destroy(pc_backend_t *b)
 {
     msg_backend_t *m = M(b);
     pc_sched_free(m->sched);
-    free(m->slot[0].counted);
-    free(m->slot[1].counted);
+    for (int i = 0; i < m->ngroups; i++) pc_sched_free(m->groups[i].sched);
+    free(m->groups);
+    for (int i = 0; m->slot && i < m->nslots; i++) free(m->slot[i].counted);
+    free(m->slot);
+    free(m->members);
     free(m->pending);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -391,12 +483,15 @@ static const pc_backend_ops_t msg_ops = {
     .destroy = msg_destroy,
 };
 
-int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t algo, pc_backend_t **out)
+int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t forced, size_t small_bytes,
+                          pc_backend_t **out)
 {
     msg_backend_t *m = calloc(1, sizeof *m);
     if (!m) return PCOLL_ERR_NOMEM;
     m->base.ops = &msg_ops;
     m->base.env = *env;
+    m->forced = forced;
+    m->small_bytes = small_bytes;
     pthread_mutex_init(&m->lock, NULL);
     m->waiting_from = UINT64_MAX;
     m->kick_task.fn = kick_task;
@@ -404,14 +499,13 @@ int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t al
     atomic_init(&m->kick_posted, 0);
     atomic_init(&m->done, 0);
     m->pending = malloc(env->bytes);
-    m->slot[0].counted = calloc(env->bitmap_bytes, 1);
-    m->slot[1].counted = calloc(env->bitmap_bytes, 1);
-    int rc = m->pending && m->slot[0].counted && m->slot[1].counted ? PCOLL_SUCCESS : PCOLL_ERR_NOMEM;
-    if (rc == PCOLL_SUCCESS) {
-        /* an allreduce in place over every rank, trailer included */
-        pc_allreduce_spec_t spec = {env->P, env->me, env->count + 2, env->dtype, PCOLL_SUM, 1};
-        rc = pc_allreduce_build(&spec, algo, &m->sched);
-    }
+    m->members = malloc(sizeof(int) * (size_t)env->P);
+    m->nslots = pc_policy_window(&env->policy);
+    m->slot = calloc((size_t)m->nslots, sizeof *m->slot);
+    int rc = m->pending && m->members && m->slot ? PCOLL_SUCCESS : PCOLL_ERR_NOMEM;
+    for (int i = 0; rc == PCOLL_SUCCESS && i < m->nslots; i++)
+        if (!(m->slot[i].counted = calloc(env->bitmap_bytes, 1))) rc = PCOLL_ERR_NOMEM;
+    if (rc == PCOLL_SUCCESS) rc = build(m, env->P, env->me, &m->sched); /* over every rank */
     if (rc != PCOLL_SUCCESS) {
         m->sched = NULL;
         msg_destroy(&m->base);

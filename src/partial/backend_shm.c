@@ -212,7 +212,7 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
     if (env->mode == PCOLL_REPLACE) { /* the latest contribution stays pending */
         memcpy(pending_of(s, j, !bi), dep, s->data_bytes);
         c->held[!bi] = held;
-        contributions = 1;
+        contributions = held > 0; /* a rank that never contributed adds zeros */
     } else {
         c->held[!bi] = 0;
     }

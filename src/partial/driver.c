@@ -129,7 +129,7 @@ static void tell_leader(pcoll_partial_t *p, int type, uint64_t round)
     pc_obj_msg_t m;
     memset(&m, 0, sizeof m);
     m.type = type == PC_ARR_WAIT ? PC_MSG_WAIT : type == PC_ARR_FLUSH ? PC_MSG_FLUSH : PC_MSG_FREE;
-    m.round = round;
+    m.round = round; /* FLUSH, FREE: the rounds this rank knows activated */
     m.root = p->me;
     send_msg(p, PC_LEADER, &m, sizeof m);
 }
@@ -159,9 +159,10 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
     void *obs_arg = p->observer_arg;
     pthread_mutex_unlock(&p->lock);
     if (obs) {
+        int n = pc_policy_members(&p->policy, r, flags, p->me, p->round_group);
         pcoll_round_t info = {r,       root,     (flags & PC_ROUND_STANDIN) != 0,
                               (int)active, (uint64_t)contribs, (flags & PC_ROUND_SYNC) != 0,
-                              buf,     p->count, p->dtype};
+                              buf,     p->count, p->dtype, n, p->round_group};
         obs(&info, obs_arg);
     }
 
@@ -186,6 +187,7 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
     if ((int)active < d->active_min) d->active_min = (int)active;
     d->active_total += (uint64_t)active;
     d->contributions += (uint64_t)contribs;
+    d->contributions_last = (uint64_t)contribs;
     d->root_last = root;
     d->sync_last = (flags & PC_ROUND_SYNC) != 0;
     d->parked += (uint64_t)parked;
@@ -226,6 +228,7 @@ void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
     env->esize = p->esize;
     env->bytes = p->bytes;
     env->mode = p->cfg.mode;
+    env->policy = p->policy;
     env->channel = p->channel;
     env->object = p->id;
     env->bitmap_bytes = p->bitmap_bytes;
@@ -283,8 +286,8 @@ static void arrive_run(pc_engine_t *e, void *arg)
     uint64_t round = t->round;
     int type = t->type;
     free(t);
-    if (type != 0) {
-        tell_leader(p, type, round);
+    if (type != 0) { /* the leader must not pick a round this rank knows started */
+        tell_leader(p, type, p->be->ops->activated(p->be));
         return;
     }
     PC_DEBUG("partial ch%u: application waits for round %llu", p->channel, (unsigned long long)round);
@@ -371,6 +374,7 @@ static const char *kind_name(const pcoll_partial_t *p)
     switch (p->cfg.kind) {
     case PCOLL_PARTIAL_SOLO: return "solo";
     case PCOLL_PARTIAL_MAJORITY: return "majority";
+    case PCOLL_PARTIAL_GROUP: return "group";
     default: return "quorum";
     }
 }

@@ -24,7 +24,7 @@
 typedef struct pc_delivery {
     uint64_t rounds, first, last;
     int active_last, active_min;
-    uint64_t active_total, contributions;
+    uint64_t active_total, contributions, contributions_last;
     int root_last, sync_last;
     uint64_t parked; /* rounds that counted this rank as parked elsewhere */
 } pc_delivery_t;
@@ -65,6 +65,8 @@ struct pcoll_partial {
 
     /* ---- token holder ---- */
     int *scratch;                /* (H) P ints for the policy */
+    int *round_group;            /* (H) P ints: a completed round's members */
+    int *group;                  /* application: the last round's members (info.group) */
     int is_leader;
     pc_leader_t leader;          /* (H) at PC_LEADER */
     pc_park_watch_t watch;       /* (H) at PC_LEADER, when needs_park */

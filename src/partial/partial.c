@@ -22,6 +22,7 @@
 #include "../core/agree.h"
 #include "../core/stall.h"
 #include "../engine/reduce.h"
+#include "../groups/rotation.h"
 #include "../util/error.h"
 #include "../util/log.h"
 #include "../util/parse.h"
@@ -35,6 +36,7 @@ void pcoll_partial_config_default(pcoll_partial_config_t *cfg)
     if (!cfg) return;
     cfg->kind = PCOLL_PARTIAL_SOLO;
     cfg->quorum = 1;
+    cfg->group_size = 0;
     cfg->mode = PCOLL_ACCUMULATE;
     cfg->sync_every = 0;
     cfg->seed = 1;
@@ -61,7 +63,20 @@ int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg)
         cfg->quorum = (int)q;
         return PCOLL_SUCCESS;
     }
-    return PC_ERR(PCOLL_ERR_ARG, "\"%s\" is not solo, majority or quorum:Q", spec);
+    if (strcmp(spec, "group") == 0) {
+        cfg->kind = PCOLL_PARTIAL_GROUP;
+        cfg->group_size = 0;
+        return PCOLL_SUCCESS;
+    }
+    if (strncmp(spec, "group:", 6) == 0) {
+        long s;
+        if (pc_parse_long(spec + 6, 2, 1000000000L, &s) != 0)
+            return PC_ERR(PCOLL_ERR_ARG, "\"%s\": the group size must be a whole number >= 2 (group:S)", spec);
+        cfg->kind = PCOLL_PARTIAL_GROUP;
+        cfg->group_size = (int)s;
+        return PCOLL_SUCCESS;
+    }
+    return PC_ERR(PCOLL_ERR_ARG, "\"%s\" is not solo, majority, quorum:Q, group or group:S", spec);
 }
 
 /* ---- small helpers ---- */
@@ -74,6 +89,61 @@ int pcoll_partial_initiator(const pcoll_partial_t *p, uint64_t round)
     int who = pc_policy_initiator(&p->policy, round, scratch);
     free(scratch);
     return who;
+}
+
+int pcoll_partial_group_of(const pcoll_partial_t *p, uint64_t round, int *members, int *n)
+{
+    if (!p || !members || !n) return PC_ERR(PCOLL_ERR_NULL, "%s is NULL", !p ? "p" : !members ? "members" : "n");
+    int *tmp = malloc(sizeof(int) * (size_t)p->P);
+    if (!tmp) return PC_ERR(PCOLL_ERR_NOMEM, "no memory");
+    int need = pc_policy_members(&p->policy, round, 0, p->me, tmp);
+    int rc = PCOLL_SUCCESS;
+    if (*n < need)
+        rc = PC_ERR(PCOLL_ERR_ARG, "n is %d; the group of round %llu has %d members", *n, (unsigned long long)round,
+                    need);
+    else
+        memcpy(members, tmp, sizeof(int) * (size_t)need);
+    free(tmp);
+    *n = need;
+    return rc;
+}
+
+/* out = (a + b) / d, or a / d when b is NULL, elementwise */
+#define AVERAGE(T)                                                                                                   \
+    do {                                                                                                             \
+        const T *x = sum, *y = add;                                                                                  \
+        T *o = out;                                                                                                  \
+        for (size_t i = 0; i < count; i++) o[i] = (T)((x[i] + (y ? y[i] : (T)0)) / (T)d);                           \
+    } while (0)
+
+static void average(pcoll_dtype_t dtype, size_t count, const void *sum, const void *add, double d, void *out)
+{
+    if (dtype == PCOLL_FLOAT32)
+        AVERAGE(float);
+    else
+        AVERAGE(double);
+}
+
+int pcoll_partial_average(const pcoll_partial_t *p, const pcoll_partial_info_t *info, const void *local, void *model)
+{
+    if (!p || !info || !local || !model)
+        return PC_ERR(PCOLL_ERR_NULL, "%s is NULL", !p ? "p" : !info ? "info" : !local ? "local" : "model");
+    if (p->dtype != PCOLL_FLOAT32 && p->dtype != PCOLL_FLOAT64)
+        return PC_ERR(PCOLL_ERR_DTYPE, "the object's type is %s; model averaging needs float32 or float64",
+                      pcoll_dtype_name(p->dtype));
+    if (p->cfg.mode != PCOLL_REPLACE)
+        return PC_ERR(PCOLL_ERR_ARG, "the object is in ACCUMULATE mode; model averaging needs REPLACE (models)");
+    size_t bytes = p->count * p->esize;
+    if (info->rounds == 0 || info->last_contributions == 0) { /* nothing to average with */
+        if (model != local) memmove(model, local, bytes);
+        return PCOLL_SUCCESS;
+    }
+    double n = (double)info->last_contributions;
+    if (info->own_included)
+        average(p->dtype, p->count, model, NULL, n, model);
+    else
+        average(p->dtype, p->count, model, local, n + 1, model);
+    return PCOLL_SUCCESS;
 }
 
 const char *pcoll_partial_data_phase(const pcoll_partial_t *p)
@@ -102,6 +172,8 @@ static void destroy(pcoll_partial_t *p)
     for (int i = 0; i < p->npool; i++) free(p->pool[i]);
     free(p->pool);
     free(p->scratch);
+    free(p->group);
+    free(p->round_group);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -116,7 +188,11 @@ static const char *kind_text(int64_t v, char *buf, size_t len)
 {
     (void)buf;
     (void)len;
-    return v == PCOLL_PARTIAL_SOLO ? "solo" : v == PCOLL_PARTIAL_MAJORITY ? "majority" : v == PCOLL_PARTIAL_QUORUM ? "quorum" : "?";
+    return v == PCOLL_PARTIAL_SOLO       ? "solo"
+           : v == PCOLL_PARTIAL_MAJORITY ? "majority"
+           : v == PCOLL_PARTIAL_QUORUM   ? "quorum"
+           : v == PCOLL_PARTIAL_GROUP    ? "group"
+                                         : "?";
 }
 
 static const char *dtype_text(int64_t v, char *buf, size_t len)
@@ -133,7 +209,14 @@ static const char *mode_text(int64_t v, char *buf, size_t len)
     return v == PCOLL_ACCUMULATE ? "ACCUMULATE" : v == PCOLL_REPLACE ? "REPLACE" : "?";
 }
 
-enum { F_COUNT, F_DTYPE, F_KIND, F_QUORUM, F_MODE, F_SYNC, F_SEED, F_CFG, F_P, NFIELDS };
+enum { F_COUNT, F_DTYPE, F_KIND, F_QUORUM, F_GROUP, F_MODE, F_SYNC, F_SEED, F_CFG, F_P, NFIELDS };
+
+/* GROUP's group size: cfg's, or the default for P ranks */
+static int group_size_of(const pcoll_partial_config_t *cfg, int P)
+{
+    if (cfg->kind != PCOLL_PARTIAL_GROUP) return 0;
+    return cfg->group_size > 0 ? cfg->group_size : pc_rot_default_size(P);
+}
 
 /* The checks a rank can make alone; *bad: the field at fault. */
 static int check_args(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pcoll_partial_config_t *cfg,
@@ -150,8 +233,14 @@ static int check_args(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     if (count > (size_t)PTRDIFF_MAX / es - 2)
         return *bad = F_COUNT, pc_error(PCOLL_ERR_COUNT, fn, "count %zu of %s overflows the addressable byte size",
                                         count, pcoll_dtype_name(dtype));
-    if (cfg->kind != PCOLL_PARTIAL_SOLO && cfg->kind != PCOLL_PARTIAL_MAJORITY && cfg->kind != PCOLL_PARTIAL_QUORUM)
-        return *bad = F_KIND, pc_error(PCOLL_ERR_ARG, fn, "cfg->kind %d is not SOLO, MAJORITY or QUORUM", (int)cfg->kind);
+    if (cfg->kind != PCOLL_PARTIAL_SOLO && cfg->kind != PCOLL_PARTIAL_MAJORITY && cfg->kind != PCOLL_PARTIAL_QUORUM &&
+        cfg->kind != PCOLL_PARTIAL_GROUP)
+        return *bad = F_KIND,
+               pc_error(PCOLL_ERR_ARG, fn, "cfg->kind %d is not SOLO, MAJORITY, QUORUM or GROUP", (int)cfg->kind);
+    if (cfg->kind == PCOLL_PARTIAL_GROUP && (cfg->group_size < 0 || cfg->group_size == 1))
+        return *bad = F_GROUP, pc_error(PCOLL_ERR_ARG, fn,
+                                        "cfg->group_size is %d; it must be >= 2 (or 0: max(2, round(sqrt(P))))",
+                                        cfg->group_size);
     if (cfg->kind == PCOLL_PARTIAL_QUORUM && (cfg->quorum < 1 || cfg->quorum > ctx->size))
         return *bad = F_QUORUM, pc_error(PCOLL_ERR_ARG, fn,
                                          "cfg->quorum is %d; it must be between 1 and the number of ranks (%d)",
@@ -191,6 +280,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         {"dtype", (int64_t)dtype, 1, dtype_text},
         {"cfg->kind", (int64_t)c->kind, 1, kind_text},
         {"cfg->quorum", c->kind == PCOLL_PARTIAL_QUORUM ? c->quorum : 0, 1, NULL},
+        {"cfg->group_size", group_size_of(c, ctx->size), 1, NULL},
         {"cfg->mode", (int64_t)c->mode, 1, mode_text},
         {"cfg->sync_every", c->sync_every, 1, NULL},
         {"cfg->seed", (int64_t)c->seed, c->kind == PCOLL_PARTIAL_MAJORITY, NULL},
@@ -211,7 +301,12 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         p->esize = es;
         p->bytes = (count + 2) * es;
         p->cfg = *cfg;
-        p->policy = (pc_policy_t){cfg->kind, ctx->size, cfg->quorum, cfg->sync_every, cfg->seed};
+        p->policy = (pc_policy_t){.kind = cfg->kind,
+                                  .P = ctx->size,
+                                  .quorum = cfg->quorum,
+                                  .group_size = group_size_of(cfg, ctx->size),
+                                  .sync_every = cfg->sync_every,
+                                  .seed = cfg->seed};
         p->observer = cfg->observer;
         p->observer_arg = cfg->observer_arg;
         p->bitmap_bytes = ((size_t)p->P + 7) / 8;
@@ -225,7 +320,9 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         atomic_init(&p->opened, 0);
         p->delivered = malloc(p->bytes);
         p->scratch = malloc(sizeof(int) * (size_t)p->P);
-        if (!p->delivered || !p->scratch || (p->is_leader && pc_leader_init(&p->leader, &p->policy) != 0))
+        p->group = malloc(sizeof(int) * (size_t)p->P);
+        p->round_group = malloc(sizeof(int) * (size_t)p->P);
+        if (!p->delivered || !p->scratch || !p->group || !p->round_group || (p->is_leader && pc_leader_init(&p->leader, &p->policy) != 0))
             rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the buffers of %zu elements", count);
     } else {
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a partial object");
@@ -247,7 +344,9 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     if (p) pc_driver_env(p, &env);
     pc_backend_t *be = NULL;
     if (p) {
-        int use = rc == PCOLL_SUCCESS && count * es <= ctx->partial_shm_bytes;
+        /* (GROUP rounds sum inside groups: the message backend's schedules
+         * run on each group; node-shared memory has one sum per round) */
+        int use = rc == PCOLL_SUCCESS && count * es <= ctx->partial_shm_bytes && cfg->kind != PCOLL_PARTIAL_GROUP;
         int brc = pc_backend_shm_create(&env, ctx->comm, use, &be);
         if (rc == PCOLL_SUCCESS && brc != PCOLL_SUCCESS)
             rc = pc_error(brc, fn, "cannot set up node-shared memory for the object");
@@ -267,10 +366,9 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
      * rank then slow the activation down: a round at P = 16 took about 25%
      * longer) */
     if (rc == PCOLL_SUCCESS && !be) {
-        pcoll_allreduce_algo_t algo = pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), 0,
-                                                          atomic_load(&ctx->small_bytes), p->bytes, p->P);
-        if ((rc = pc_backend_msg_create(&env, algo, &p->be)) != PCOLL_SUCCESS)
-            rc = pc_error(rc, fn, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(algo));
+        pcoll_allreduce_algo_t forced = (pcoll_allreduce_algo_t)atomic_load(&ctx->algo);
+        if ((rc = pc_backend_msg_create(&env, forced, atomic_load(&ctx->small_bytes), &p->be)) != PCOLL_SUCCESS)
+            rc = pc_error(rc, fn, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(forced));
     }
     int attached = 0;
     if (rc == PCOLL_SUCCESS && p->needs_park && (rc = pc_park_attach(ctx, fn)) == PCOLL_SUCCESS) attached = 1;
@@ -391,10 +489,18 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
         info->active_min = m.active_min;
         info->active_total = m.active_total;
         info->contributions = m.contributions;
+        info->last_contributions = m.rounds > 0 ? m.contributions_last : 0;
         info->own_included = own;
         info->root = m.root_last;
         info->synchronous = m.sync_last;
         info->parked = m.parked;
+        info->group_size = 0;
+        info->group = NULL;
+        if (m.rounds > 0) {
+            info->group_size =
+                pc_policy_members(&p->policy, m.last, m.sync_last ? PC_ROUND_SYNC : 0, p->me, p->group);
+            info->group = p->group;
+        }
     }
 }
 

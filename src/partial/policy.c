@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../groups/rotation.h"
+
 static uint64_t mix64(uint64_t z)
 {
     z += 0x9E3779B97F4A7C15ULL;
@@ -36,6 +38,31 @@ int pc_policy_is_sync(const pc_policy_t *pol, uint64_t round)
     return pol->sync_every > 0 && (round + 1) % (uint64_t)pol->sync_every == 0;
 }
 
+int pc_policy_in_groups(const pc_policy_t *pol, uint64_t round, uint32_t flags)
+{
+    return pol->kind == PCOLL_PARTIAL_GROUP && pol->group_size < pol->P && !(flags & PC_ROUND_SYNC) &&
+           !pc_policy_is_sync(pol, round);
+}
+
+int pc_policy_members(const pc_policy_t *pol, uint64_t round, uint32_t flags, int me, int *members)
+{
+    if (!pc_policy_in_groups(pol, round, flags)) {
+        for (int r = 0; r < pol->P; r++) members[r] = r;
+        return pol->P;
+    }
+    return pc_rot_group(pol->P, pol->group_size, round, me, members);
+}
+
+int pc_policy_group_max(const pc_policy_t *pol)
+{
+    return pol->kind == PCOLL_PARTIAL_GROUP ? pc_rot_max_size(pol->P, pol->group_size) : pol->P;
+}
+
+int pc_policy_window(const pc_policy_t *pol)
+{
+    return pol->kind == PCOLL_PARTIAL_GROUP ? pc_rot_depth(pol->P, pol->group_size) + 2 : 2;
+}
+
 pc_call_step_t pc_policy_call_step(int results, uint64_t completed, uint64_t taken)
 {
     if (results) return PC_STEP_RESULTS;
@@ -47,7 +74,8 @@ pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, i
 {
     if (pc_policy_is_sync(pol, round)) return PC_ARRIVE_LEADER;
     switch (pol->kind) {
-    case PCOLL_PARTIAL_SOLO: return PC_ARRIVE_START;
+    case PCOLL_PARTIAL_SOLO:
+    case PCOLL_PARTIAL_GROUP: return PC_ARRIVE_START;
     case PCOLL_PARTIAL_MAJORITY:
         return pc_policy_initiator(pol, round, scratch) == me ? PC_ARRIVE_START : PC_ARRIVE_LEADER;
     default: return PC_ARRIVE_LEADER;
@@ -61,12 +89,13 @@ int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol)
     memset(l, 0, sizeof *l);
     l->pol = *pol;
     size_t P = (size_t)pol->P;
+    l->wait_for = calloc(P, sizeof(uint64_t));
     l->waiting = calloc(P, 1);
     l->flushing = calloc(P, 1);
     l->freeing = calloc(P, 1);
     l->counted = calloc((P + 7) / 8, 1);
     l->scratch = malloc(sizeof(int) * P);
-    if (!l->waiting || !l->flushing || !l->freeing || !l->counted || !l->scratch) {
+    if (!l->wait_for || !l->waiting || !l->flushing || !l->freeing || !l->counted || !l->scratch) {
         pc_leader_destroy(l);
         return -1;
     }
@@ -75,6 +104,7 @@ int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol)
 
 void pc_leader_destroy(pc_leader_t *l)
 {
+    free(l->wait_for);
     free(l->waiting);
     free(l->flushing);
     free(l->freeing);
@@ -94,15 +124,21 @@ int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round)
     if (rank < 0 || rank >= l->pol.P) return -1;
     switch (type) {
     case PC_ARR_WAIT:
-        /* a rank waits for round n only after completing n - 1, which needed
-         * the leader's part of it: a WAIT for a round before `next` is
-         * stale (that round is activated), one after it impossible */
+        /* a rank waits for round n after completing n - 1: rounds < n are
+         * activated.  A WAIT for a round before `next` is stale (that round
+         * is activated); one after it waits until `next` gets there (GROUP:
+         * the leader has not heard of n - 1 yet) */
         if (round < l->next) return 0;
-        if (round > l->next) return -1;
-        set(&l->waiting[rank], &l->nwaiting, 1);
+        if (round > l->seen) l->seen = round;
+        l->wait_for[rank] = round + 1;
+        if (round == l->next) set(&l->waiting[rank], &l->nwaiting, 1);
         return 0;
-    case PC_ARR_FLUSH: set(&l->flushing[rank], &l->nflushing, 1); return 0;
+    case PC_ARR_FLUSH:
+        if (round > l->seen) l->seen = round;
+        set(&l->flushing[rank], &l->nflushing, 1);
+        return 0;
     case PC_ARR_FREE:
+        if (round > l->seen) l->seen = round;
         set(&l->flushing[rank], &l->nflushing, 0);
         set(&l->freeing[rank], &l->nfreeing, 1);
         return 0;
@@ -114,8 +150,13 @@ void pc_leader_activated(pc_leader_t *l, uint64_t round, uint32_t flags)
 {
     if (round < l->next) return;
     l->next = round + 1;
-    memset(l->waiting, 0, (size_t)l->pol.P);
+    /* the ranks waiting for the new `next` (WAITs that came early) */
     l->nwaiting = 0;
+    for (int r = 0; r < l->pol.P; r++) {
+        if (l->wait_for[r] != 0 && l->wait_for[r] <= l->next) l->wait_for[r] = 0; /* served */
+        l->waiting[r] = l->wait_for[r] == l->next + 1;
+        l->nwaiting += l->waiting[r];
+    }
     if (flags & (PC_ROUND_FLUSH | PC_ROUND_FREE)) {
         /* the flush round serves every flusher; the free round is the last */
         memset(l->flushing, 0, (size_t)l->pol.P);
@@ -158,6 +199,7 @@ int pc_leader_decide(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, void *ar
     d->root = me;
     d->counted = NULL;
     d->flags = 0;
+    if (n < l->seen) return 0; /* `next` is activated somewhere: its activation comes */
     if (l->nfreeing == P) {
         d->flags = PC_ROUND_FREE | PC_ROUND_SYNC;
         return 1;
@@ -182,7 +224,7 @@ int pc_leader_decide(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, void *ar
         d->flags = PC_ROUND_STANDIN;
         d->root = init;
     } else {
-        return 0; /* SOLO: the ranks start their rounds themselves */
+        return 0; /* SOLO, GROUP: the ranks start their rounds themselves */
     }
     if (parked_only) d->counted = l->counted;
     return 1;
@@ -203,7 +245,7 @@ void pc_leader_missing(const pc_leader_t *l, int type, uint64_t round, pc_elsewh
         else if (!pc_policy_is_sync(&l->pol, round) && l->pol.kind == PCOLL_PARTIAL_MAJORITY)
             miss = r == pc_policy_initiator(&l->pol, round, l->scratch) && !parked(l, r, elsewhere, arg);
         else
-            miss = !l->waiting[r] && !parked(l, r, elsewhere, arg);
+            miss = (round == l->next ? !l->waiting[r] : l->wait_for[r] != round + 1) && !parked(l, r, elsewhere, arg);
         if (miss) missing[r / 8] |= (unsigned char)(1u << (r % 8));
     }
 }

@@ -15,8 +15,18 @@
  * Kinds: SOLO (any arriving rank starts the round), MAJORITY (initiator(r),
  * a seeded permutation of the ranks per block of P rounds, starts it; the
  * leader stands in when the initiator is blocked elsewhere), QUORUM(q) (the
- * leader starts it once q ranks arrived).  Every sync_every-th round and
- * every flush or free round waits for all ranks.
+ * leader starts it once q ranks arrived), GROUP(S) (started as SOLO; its
+ * data phase runs inside the groups of groups/rotation.h).  Every
+ * sync_every-th round and every flush or free round waits for all ranks
+ * and moves data among all of them.
+ *
+ * The leader may hear of a round from an arrival before its activation
+ * reaches it: under GROUP a rank completes round r with its group alone and
+ * may arrive for r + 1 while r's activation is still on its way to the
+ * leader.  Arrivals therefore carry what their sender knows (a WAIT for r:
+ * rounds < r are activated; FLUSH, FREE: the sender's count of activated
+ * rounds), and the leader decides nothing about round `next` while an
+ * arrival showed that `next` is already activated somewhere.
  */
 #ifndef PC_PARTIAL_POLICY_H
 #define PC_PARTIAL_POLICY_H
@@ -34,6 +44,7 @@ typedef struct pc_policy {
     pcoll_partial_kind_t kind;
     int P;
     int quorum;
+    int group_size; /* GROUP: S >= 2 */
     int sync_every;
     uint64_t seed;
 } pc_policy_t;
@@ -45,6 +56,23 @@ int pc_policy_initiator(const pc_policy_t *pol, uint64_t round, int *scratch);
 /* 1 if round r is synchronous (every rank must arrive): every
  * sync_every-th. */
 int pc_policy_is_sync(const pc_policy_t *pol, uint64_t round);
+
+/* The ranks whose data round r (activated with `flags`) sums at rank me,
+ * increasing, into members (room for P ints): every rank, unless a GROUP
+ * round that is not synchronous: then me's group of the round.  Returns
+ * their number. */
+int pc_policy_members(const pc_policy_t *pol, uint64_t round, uint32_t flags, int me, int *members);
+/* 1 if round r (activated with `flags`) sums inside groups, so that a rank
+ * can complete it before every rank has been activated for it (a GROUP
+ * round that is not synchronous and whose groups are smaller than P); 0 if
+ * completing it needed every rank's part. */
+int pc_policy_in_groups(const pc_policy_t *pol, uint64_t round, uint32_t flags);
+/* The most members any round has. */
+int pc_policy_group_max(const pc_policy_t *pol);
+/* Rounds that can be activated and not complete at one rank at once: 2,
+ * or for GROUP the rotation's depth + 2 (a rank completes round r only
+ * after every rank completed round r - depth). */
+int pc_policy_window(const pc_policy_t *pol);
 
 /* The step a call takes after adding its contribution (DESIGN section 4):
  *   PC_STEP_RESULTS  rounds completed (or done, not yet collected) since
@@ -70,7 +98,9 @@ enum { PC_ARR_WAIT = 1, PC_ARR_FLUSH = 2, PC_ARR_FREE = 3 };
 
 typedef struct pc_leader {
     pc_policy_t pol;
-    uint64_t next;           /* the first round not known activated */
+    uint64_t next;           /* the first round not known activated here */
+    uint64_t seen;           /* rounds < seen are activated somewhere (arrivals said) */
+    uint64_t *wait_for;      /* rank waits for round wait_for - 1 (0: no) */
     unsigned char *waiting;  /* rank waits for round `next` */
     unsigned char *flushing; /* rank is in a flush */
     unsigned char *freeing;  /* rank frees the object */
@@ -82,8 +112,10 @@ typedef struct pc_leader {
 int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol); /* -1: no memory */
 void pc_leader_destroy(pc_leader_t *l);
 
-/* Rank `rank` arrived (PC_ARR_*); round: WAIT's round.  Returns 0, or -1 if
- * the event is impossible (a WAIT for a round after `next`: a bug). */
+/* Rank `rank` arrived (PC_ARR_*); round: WAIT's round, or for FLUSH and
+ * FREE the rounds the rank knew activated.  A WAIT for a round after `next`
+ * is kept until `next` reaches it.  Returns 0, or -1 if the event is
+ * impossible (no such rank or type). */
 int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round);
 /* Round `round` is activated (by anyone), with these flags. */
 void pc_leader_activated(pc_leader_t *l, uint64_t round, uint32_t flags);
@@ -99,7 +131,8 @@ typedef struct pc_decision {
     const unsigned char *counted; /* ranks counted only as parked, or NULL */
 } pc_decision_t;
 
-/* Should the leader (rank me) activate round `next` now?  1 and d filled:
+/* Should the leader (rank me) activate round `next` now?  Never while an
+ * arrival showed `next` activated elsewhere (next < seen).  1 and d filled:
  *   all P freeing:                 the last round (FREE | SYNC)
  *   all P flushing:                a flush round (FLUSH | SYNC)
  *   else, with a rank waiting:

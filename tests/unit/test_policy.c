@@ -31,7 +31,7 @@ static int parked_fn(void *arg, int rank)
 
 static pc_policy_t pol(pcoll_partial_kind_t kind, int P, int quorum, int sync_every, uint64_t seed)
 {
-    pc_policy_t p = {kind, P, quorum, sync_every, seed};
+    pc_policy_t p = {.kind = kind, .P = P, .quorum = quorum, .group_size = 2, .sync_every = sync_every, .seed = seed};
     return p;
 }
 
@@ -85,6 +85,53 @@ static void test_rules(void)
     }
 }
 
+/* GROUP: arrivals that know of rounds the leader has not heard activated */
+static void test_early_arrivals(void)
+{
+    pc_leader_t l;
+    pc_decision_t d;
+    pc_policy_t p = pol(PCOLL_PARTIAL_GROUP, 4, 1, 3, 1); /* round 2 is synchronous */
+    p.group_size = 2;
+    CHECK(pc_policy_window(&p) == 4);
+    CHECK(pc_leader_init(&l, &p) == 0);
+    memset(parked_set, 0, sizeof parked_set);
+    CHECK(pc_policy_arrival(&p, 1, 0, l.scratch) == PC_ARRIVE_START);
+    CHECK(pc_policy_arrival(&p, 1, 2, l.scratch) == PC_ARRIVE_LEADER);
+    /* rank 1 completed rounds 0 and 1 with its groups and waits for 2 */
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 1, 2) == 0);
+    CHECK(!pc_leader_has_waiters(&l));
+    unsigned char miss[1] = {0};
+    pc_leader_missing(&l, PC_ARR_WAIT, 2, parked_fn, NULL, miss);
+    CHECK(miss[0] == ((1 << 0) | (1 << 2) | (1 << 3)));
+    for (int r = 0; r < 4; r++)
+        if (r != 1) CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, r, 2) == 0);
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d)); /* rounds 0, 1 are not known here */
+    pc_leader_activated(&l, 0, 0);
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    pc_leader_activated(&l, 1, 0);
+    CHECK(pc_leader_has_waiters(&l));
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 2 && (d.flags & PC_ROUND_SYNC));
+    pc_leader_activated(&l, 2, d.flags);
+    CHECK(!pc_leader_has_waiters(&l));
+    /* every rank flushes; rank 3 had started round 3, the leader has not heard */
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 0, 3) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 1, 3) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 2, 3) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_FLUSH, 3, 4) == 0);
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d)); /* round 3 is not the flush round */
+    pc_leader_activated(&l, 3, 0);
+    CHECK(pc_leader_decide(&l, 0, parked_fn, NULL, &d));
+    CHECK(d.round == 4 && (d.flags & PC_ROUND_FLUSH));
+    /* the data of a GROUP round: the rotation's group; a synchronous one: all */
+    int members[8];
+    CHECK(pc_policy_members(&p, 0, 0, 3, members) == 2 && members[0] == 2 && members[1] == 3);
+    CHECK(pc_policy_members(&p, 1, 0, 3, members) == 2 && members[0] == 1 && members[1] == 3);
+    CHECK(pc_policy_members(&p, 2, 0, 3, members) == 4);
+    CHECK(pc_policy_members(&p, 4, PC_ROUND_SYNC, 3, members) == 4);
+    pc_leader_destroy(&l);
+}
+
 static void test_quorum(void)
 {
     pc_leader_t l;
@@ -109,7 +156,8 @@ static void test_quorum(void)
     CHECK(!pc_leader_has_waiters(&l));
     CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 3, 0) == 0); /* stale: round 0 runs */
     CHECK(!pc_leader_has_waiters(&l));
-    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 3, 5) == -1); /* impossible */
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 5, 1) == -1); /* no such rank */
+    CHECK(pc_leader_arrival(&l, 99, 3, 1) == -1);          /* no such arrival */
     /* round 1: two wait, one is parked elsewhere: counted, and listed */
     CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 0, 1) == 0);
     CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 2, 1) == 0);
@@ -253,6 +301,7 @@ int main(void)
     test_initiator();
     test_rules();
     test_quorum();
+    test_early_arrivals();
     test_majority();
     test_sync_flush_free();
     test_random();

@@ -1,0 +1,345 @@
+/*
+ * GROUP partial objects (WAGMA): rounds that sum inside rotating groups.
+ * Under random arrival delays, for several group sizes S and sync_every:
+ *   ACCUMULATE, every rank adds 1 to its own element (element j counts rank
+ *   j's calls) and a weight to element P:
+ *   - every round's result sums exactly its group: the elements of ranks
+ *     outside the group are zero; the group is the one
+ *     pcoll_partial_group_of gives for the round (synchronous rounds:
+ *     every rank, exactly every tau-th and the flush);
+ *   - every member of a group has the same result for the round (checksums
+ *     gathered at the end);
+ *   - nothing lost: over the run (after a flush), the sum over every round
+ *     and every group (each counted once, by its smallest member) of
+ *     element j equals rank j's number of calls, and the recorded per-round
+ *     group sums add up to every contribution made;
+ *   - info.group of a call is its last round's group.
+ *   REPLACE (models): pcoll_partial_average keeps the sum of a group's
+ *   models in every round where every member's fresh model was included
+ *   (so the mean of all models, when all groups are), and leaves every rank
+ *   with the same model after a flush.
+ * Then bad arguments: group:1, group sizes that differ between ranks.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "../rng.h"
+#include "../testutil.h"
+
+static int rank, size;
+static pcoll_t *ctx;
+
+typedef struct rec {
+    uint64_t round, checksum;
+    int sync, nmembers, members[64];
+    double *values; /* P + 1 elements of the result */
+} rec_t;
+
+typedef struct run {
+    rec_t *recs;
+    int nrecs, cap;
+} run_t;
+
+static uint64_t hash_bytes(const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+static void observe(const pcoll_round_t *r, void *arg)
+{
+    run_t *run = arg;
+    if (run->nrecs == run->cap) {
+        run->cap = run->cap ? 2 * run->cap : 256;
+        run->recs = realloc(run->recs, sizeof *run->recs * (size_t)run->cap);
+    }
+    rec_t *x = &run->recs[run->nrecs++];
+    x->round = r->round;
+    x->checksum = hash_bytes(r->result, r->count * sizeof(double));
+    x->sync = r->synchronous;
+    x->nmembers = r->group_size;
+    for (int i = 0; i < r->group_size && i < 64; i++) x->members[i] = r->group[i];
+    x->values = malloc(sizeof(double) * r->count);
+    memcpy(x->values, r->result, sizeof(double) * r->count);
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static int in_group(const int *m, int n, int r)
+{
+    for (int i = 0; i < n; i++)
+        if (m[i] == r) return 1;
+    return 0;
+}
+
+static void accumulate_run(int S, int tau, int calls, uint64_t seed)
+{
+    int P = size;
+    run_t run = {0};
+    pcoll_partial_config_t cfg;
+    pcoll_partial_config_default(&cfg);
+    char spec[32];
+    snprintf(spec, sizeof spec, "group:%d", S);
+    CHECK_RC(pcoll_partial_config_parse(spec, &cfg));
+    CHECK(cfg.kind == PCOLL_PARTIAL_GROUP && cfg.group_size == S);
+    cfg.sync_every = tau;
+    cfg.observer = observe;
+    cfg.observer_arg = &run;
+    pcoll_partial_t *p;
+    CHECK_RC(pcoll_partial_create(ctx, (size_t)P + 1, PCOLL_FLOAT64, &cfg, &p));
+    CHECK(strcmp(pcoll_partial_data_phase(p), "messages") == 0);
+    size_t n = (size_t)P + 1;
+    double *c = calloc(n, sizeof *c), *out = calloc(n, sizeof *out), *got = calloc(n, sizeof *got);
+    rng_t rng;
+    rng_seed(&rng, seed * 1000 + (uint64_t)rank);
+    int slow = rank % 3 == 1;
+    int members[256], nm;
+    double weight = 0;
+    for (int i = 0; i < calls; i++) {
+        memset(c, 0, n * sizeof *c);
+        c[rank] = 1;
+        c[P] = rank + 1;
+        weight += rank + 1;
+        long us = (long)(rng_next(&rng) % 1500) + (slow ? 1000 : 0);
+        sleep_us(us);
+        pcoll_partial_info_t info;
+        CHECK_RC(pcoll_partial_allreduce(p, c, out, &info));
+        for (size_t k = 0; k < n; k++) got[k] += out[k];
+        CHECK(info.rounds >= 1);
+        nm = 256;
+        CHECK_RC(pcoll_partial_group_of(p, info.last_round, members, &nm));
+        if (!info.synchronous) {
+            CHECK(info.group_size == nm);
+            for (int k = 0; k < nm; k++) CHECK(info.group[k] == members[k]);
+        } else {
+            CHECK(info.group_size == P);
+        }
+        if (tau > 0) CHECK(info.synchronous == (int)((info.last_round + 1) % (uint64_t)tau == 0) || info.rounds > 1 ||
+                           info.parked);
+    }
+    pcoll_partial_info_t info;
+    CHECK_RC(pcoll_partial_flush(p, out, &info));
+    for (size_t k = 0; k < n; k++) got[k] += out[k];
+    CHECK(info.synchronous && info.group_size == P);
+
+    /* every round: zeros outside the group, the group of group_of, the
+     * synchronous ones every tau-th */
+    for (int i = 0; i < run.nrecs; i++) {
+        rec_t *x = &run.recs[i];
+        CHECK(x->round == (uint64_t)i);
+        nm = 256;
+        CHECK_RC(pcoll_partial_group_of(p, x->round, members, &nm));
+        if (x->sync) {
+            CHECK(x->nmembers == P);
+            CHECK((tau > 0 && (x->round + 1) % (uint64_t)tau == 0) || i == run.nrecs - 1); /* tau-th, or the flush */
+        } else {
+            CHECK(x->nmembers == nm && x->nmembers <= S + 2);
+            for (int k = 0; k < nm; k++) CHECK(x->members[k] == members[k]);
+            CHECK(!(tau > 0 && (x->round + 1) % (uint64_t)tau == 0));
+        }
+        CHECK(in_group(x->members, x->nmembers, rank));
+        double w = 0;
+        for (int j = 0; j < P; j++) {
+            if (!in_group(x->members, x->nmembers, j)) CHECK_MSG(x->values[j] == 0, "round %llu has rank %d's data, "
+                                                                 "which is not in the group",
+                                                                 (unsigned long long)x->round, j);
+            w += x->values[j] * (j + 1);
+        }
+        CHECK(fabs(w - x->values[P]) < 1e-9); /* the weight element agrees with the counts */
+    }
+    /* the same result at every member: checksums by round, gathered */
+    int nrounds = run.nrecs, maxr;
+    MPI_Allreduce(&nrounds, &maxr, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(nrounds == maxr); /* the flush ended every rank's rounds alike */
+    uint64_t *sums = malloc(sizeof(uint64_t) * (size_t)nrounds), *all = NULL;
+    for (int i = 0; i < nrounds; i++) sums[i] = run.recs[i].checksum;
+    if (rank == 0) all = malloc(sizeof(uint64_t) * (size_t)nrounds * (size_t)P);
+    MPI_Gather(sums, nrounds, MPI_UINT64_T, all, nrounds, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    /* conservation: each group counted once, by its smallest member */
+    double *mine = calloc(n, sizeof *mine), *total = calloc(n, sizeof *total);
+    for (int i = 0; i < nrounds; i++) {
+        rec_t *x = &run.recs[i];
+        if (x->members[0] != rank) continue;
+        for (size_t k = 0; k < n; k++) mine[k] += x->values[k];
+    }
+    MPI_Allreduce(mine, total, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    long my_calls = calls, *calls_of = malloc(sizeof(long) * (size_t)P);
+    MPI_Allgather(&my_calls, 1, MPI_LONG, calls_of, 1, MPI_LONG, MPI_COMM_WORLD);
+    double weight_all = 0;
+    MPI_Allreduce(&weight, &weight_all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j < P; j++)
+        CHECK_MSG(total[j] == (double)calls_of[j], "rank %d made %ld calls, the groups summed %.0f", j, calls_of[j],
+                  total[j]);
+    CHECK(fabs(total[P] - weight_all) < 1e-6);
+    /* what this rank was delivered is the sum of its own rounds' results */
+    for (size_t k = 0; k < n; k++) {
+        double s = 0;
+        for (int i = 0; i < nrounds; i++) s += run.recs[i].values[k];
+        CHECK(fabs(s - got[k]) < 1e-9);
+    }
+    /* members agree: rank r's checksum of round i equals that of the
+     * smallest member of r's group, which every rank's record names */
+    int *firsts = malloc(sizeof(int) * (size_t)nrounds), *all_firsts = NULL;
+    for (int i = 0; i < nrounds; i++) firsts[i] = run.recs[i].members[0];
+    if (rank == 0) all_firsts = malloc(sizeof(int) * (size_t)nrounds * (size_t)P);
+    MPI_Gather(firsts, nrounds, MPI_INT, all_firsts, nrounds, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        long compared = 0;
+        for (int r = 0; r < P; r++)
+            for (int i = 0; i < nrounds; i++) {
+                int f = all_firsts[(size_t)r * (size_t)nrounds + (size_t)i];
+                CHECK(all_firsts[(size_t)f * (size_t)nrounds + (size_t)i] == f); /* f names itself first */
+                CHECK_MSG(all[(size_t)r * (size_t)nrounds + (size_t)i] == all[(size_t)f * (size_t)nrounds + (size_t)i],
+                          "round %d: ranks %d and %d of one group have different results", i, r, f);
+                compared += r != f;
+            }
+        printf("group:%d tau %d at %d ranks: %d rounds, %ld member results compared, conservation exact\n", S, tau,
+               P, nrounds, compared);
+        free(all);
+        free(all_firsts);
+    }
+    CHECK_RC(pcoll_partial_free(&p));
+    for (int i = 0; i < run.nrecs; i++) free(run.recs[i].values);
+    free(run.recs);
+    free(c);
+    free(out);
+    free(got);
+    free(sums);
+    free(mine);
+    free(total);
+    free(calls_of);
+    free(firsts);
+}
+
+/* what a rank's call did, for rank 0 to check group by group */
+typedef struct report {
+    double round;
+    int fresh, size, first;
+    double fresh_sum, new_sum;
+} report_t;
+
+/* REPLACE: models averaged with pcoll_partial_average */
+static void replace_run(int S, int tau, int calls)
+{
+    int P = size;
+    pcoll_partial_config_t cfg;
+    pcoll_partial_config_default(&cfg);
+    cfg.kind = PCOLL_PARTIAL_GROUP;
+    cfg.group_size = S;
+    cfg.mode = PCOLL_REPLACE;
+    cfg.sync_every = tau;
+    pcoll_partial_t *p;
+    const size_t n = 8;
+    CHECK_RC(pcoll_partial_create(ctx, n, PCOLL_FLOAT64, &cfg, &p));
+    double model[8], local[8];
+    for (size_t k = 0; k < n; k++) model[k] = rank * 10.0 + (double)k;
+    int kept = 0; /* groups whose models' sum was checked (at rank 0) */
+    report_t *reports = malloc(sizeof(report_t) * (size_t)P);
+    for (int i = 0; i < calls; i++) {
+        /* a local step: every rank moves its model by its own amount */
+        for (size_t k = 0; k < n; k++) local[k] = model[k] + 0.5 * (rank + 1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        pcoll_partial_info_t info;
+        CHECK_RC(pcoll_partial_allreduce(p, local, model, &info));
+        CHECK_RC(pcoll_partial_average(p, &info, local, model));
+        /* per group: where every member's fresh model was in the round, the
+         * members' new models sum to their fresh ones */
+        report_t me = {(double)info.last_round, info.own_included && info.rounds == 1, info.group_size,
+                       info.group[0], 0, 0};
+        for (size_t k = 0; k < n; k++) {
+            me.fresh_sum += local[k];
+            me.new_sum += model[k];
+        }
+        MPI_Gather(&me, (int)sizeof me, MPI_BYTE, reports, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            for (int a = 0; a < P; a++) {
+                report_t *x = &reports[a];
+                if (x->first != a) continue; /* each group once: at its smallest member's report */
+                int members = 0, fresh = 1;
+                double f = 0, w = 0;
+                for (int b = 0; b < P; b++)
+                    if (reports[b].first == x->first && reports[b].round == x->round) {
+                        members++;
+                        fresh &= reports[b].fresh;
+                        f += reports[b].fresh_sum;
+                        w += reports[b].new_sum;
+                    }
+                if (!fresh || members != x->size) continue;
+                CHECK_MSG(fabs(w - f) < 1e-9 * fabs(f) + 1e-9, "round %.0f, group of rank %d: the models summed to %g "
+                          "and average to a sum of %g", x->round, a, f, w);
+                kept++;
+            }
+    }
+    pcoll_partial_info_t info;
+    for (size_t k = 0; k < n; k++) local[k] = model[k];
+    CHECK_RC(pcoll_partial_flush(p, model, &info));
+    CHECK(info.own_included && info.synchronous && info.last_contributions == (uint64_t)P);
+    CHECK_RC(pcoll_partial_average(p, &info, local, model));
+    double lo[8], hi[8];
+    MPI_Allreduce(model, lo, (int)n, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(model, hi, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (size_t k = 0; k < n; k++) CHECK(hi[k] - lo[k] < 1e-9);
+    if (rank == 0) {
+        printf("replace group:%d tau %d: the models' sum kept by %d groups whose members were all fresh, %d calls\n", S,
+               tau, kept, calls);
+        CHECK(kept > 0); /* lockstep calls: many groups are all fresh */
+    }
+    free(reports);
+    CHECK_RC(pcoll_partial_free(&p));
+}
+
+static void bad_arguments(void)
+{
+    pcoll_partial_config_t cfg;
+    pcoll_partial_config_default(&cfg);
+    EXPECT_ERR(pcoll_partial_config_parse("group:1", &cfg), PCOLL_ERR_ARG, "group:1");
+    EXPECT_ERR(pcoll_partial_config_parse("group:x", &cfg), PCOLL_ERR_ARG, "group size");
+    cfg.kind = PCOLL_PARTIAL_GROUP;
+    cfg.group_size = 1;
+    pcoll_partial_t *p = NULL;
+    EXPECT_ERR(pcoll_partial_create(ctx, 4, PCOLL_FLOAT32, &cfg, &p), PCOLL_ERR_ARG, "group_size");
+    if (size > 1) { /* a group size that differs at one rank fails everywhere, naming it */
+        cfg.group_size = rank == size - 1 ? 3 : 2;
+        EXPECT_ERR(pcoll_partial_create(ctx, 4, PCOLL_FLOAT32, &cfg, &p), PCOLL_ERR_ARG, "group_size");
+        CHECK(p == NULL);
+    }
+    cfg.group_size = 2;
+    CHECK_RC(pcoll_partial_create(ctx, 4, PCOLL_INT32, &cfg, &p));
+    int members[1], nm = 1;
+    if (size > 2) EXPECT_ERR(pcoll_partial_group_of(p, 0, members, &nm), PCOLL_ERR_ARG, "members");
+    pcoll_partial_info_t info;
+    memset(&info, 0, sizeof info);
+    int32_t v[4] = {0};
+    EXPECT_ERR(pcoll_partial_average(p, &info, v, v), PCOLL_ERR_DTYPE, "float");
+    CHECK_RC(pcoll_partial_free(&p));
+}
+
+int main(int argc, char **argv)
+{
+    tu_mpi_start(&argc, &argv, 600, &rank, &size);
+    CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
+    int quick = getenv("PCOLL_TEST_QUICK") != NULL;
+    int calls = quick ? 30 : 120;
+    int sizes[] = {2, 3, 4, size};
+    for (int i = 0; i < 4; i++) {
+        int S = sizes[i] < 2 ? 2 : sizes[i];
+        if (i > 0 && S > size) continue;
+        accumulate_run(S, 0, calls, (uint64_t)i + 1);
+        accumulate_run(S, 5, calls, (uint64_t)i + 11);
+    }
+    replace_run(2, 0, quick ? 20 : 60);
+    replace_run(size >= 4 ? 4 : 2, 10, quick ? 20 : 60);
+    bad_arguments();
+    CHECK_RC(pcoll_finalize(&ctx));
+    if (rank == 0) printf("test_group: %ld checks passed at rank 0\n", (long)tu_checks_);
+    MPI_Finalize();
+    return 0;
+}
