@@ -43,8 +43,9 @@ static int sync_step(exchange_t *ex, const float *grad, float *update, exchange_
 }
 
 /* the last step already was a synchronous round: nothing is pending */
-static int sync_finish(exchange_t *ex, float *update, exchange_info_t *info)
+static int sync_finish(exchange_t *ex, const float *model, float *update, exchange_info_t *info)
 {
+    (void)model;
     memset(update, 0, ex->cfg.count * sizeof *update);
     memset(info, 0, sizeof *info);
     return 0;
@@ -89,7 +90,8 @@ int exchange_create(const exchange_config_t *cfg, exchange_t **out)
         if (p != 0) {
             free(ex);
             if (p > 0)
-                return tr_fail("--algo \"%s\": unknown algorithm (mpi, sync, solo, majority, quorum:Q)", cfg->algo);
+                return tr_fail("--algo \"%s\": unknown algorithm (mpi, sync, solo, majority, quorum:Q, wagma[:S])",
+                               cfg->algo);
             return -1;
         }
     }
@@ -102,10 +104,12 @@ int exchange_step(exchange_t *ex, const float *grad, float *update, exchange_inf
     return ex->ops->step(ex, grad, update, info);
 }
 
-int exchange_finish(exchange_t *ex, float *update, exchange_info_t *info)
+int exchange_finish(exchange_t *ex, const float *model, float *update, exchange_info_t *info)
 {
-    return ex->ops->finish(ex, update, info);
+    return ex->ops->finish(ex, model, update, info);
 }
+
+int exchange_averages_models(const exchange_t *ex) { return ex->models; }
 
 int exchange_free(exchange_t **ex)
 {

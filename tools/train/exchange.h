@@ -1,13 +1,18 @@
-/* The gradient exchange of a training step, behind one interface so that the
- * training loop does not know which algorithm runs:
+/* The exchange of a training step, behind one interface so that the training
+ * loop does not know which algorithm runs.  Gradient exchanges:
  *   mpi        MPI_Allreduce of the gradients every step (the baseline)
  *   sync       pcoll_allreduce every step
  *   solo, majority, quorum:Q
  *              eager-SGD: a pcoll partial allreduce in ACCUMULATE mode
  *              (exchange_partial.c)
- * Every call returns in `update` the mean gradient to apply: the delivered
- * sum divided by P.  A partial call may deliver the sum of several rounds, or
- * of none (info.rounds == 0: update is zero and nothing should be applied). */
+ * return in `update` the mean gradient to apply: the delivered sum divided
+ * by P.  A partial call may deliver the sum of several rounds, or of none
+ * (info.rounds == 0: update is zero and nothing should be applied).
+ * A model exchange (exchange_averages_models):
+ *   wagma, wagma:S
+ *              WAGMA-SGD: the step's input is the model after a local SGD
+ *              step, `update` receives the new model: its group's average
+ *              by the library's rule (pcoll_partial_average). */
 #ifndef PCOLL_TRAIN_EXCHANGE_H
 #define PCOLL_TRAIN_EXCHANGE_H
 
@@ -25,7 +30,7 @@ typedef struct exchange_info {
 } exchange_info_t;
 
 typedef struct exchange_config {
-    const char *algo;  /* mpi, sync, solo, majority, quorum:Q */
+    const char *algo;  /* mpi, sync, solo, majority, quorum:Q, wagma[:S] */
     size_t count;      /* gradient length (floats) */
     int sync_every;    /* partial: every tau-th round synchronous (0 = never) */
     uint64_t seed;     /* partial: majority's initiator sequence */
@@ -38,15 +43,21 @@ typedef struct exchange exchange_t;
 /* Collective.  -1 with a message for an unknown algorithm or a failure. */
 int exchange_create(const exchange_config_t *cfg, exchange_t **out);
 
-/* One step: grad in, update = (delivered sum) / P out.  Collective for
- * mpi and sync; for partial modes it follows pcoll_partial_allreduce. */
+/* One step: grad in, update = (delivered sum) / P out (a model exchange:
+ * the locally updated model in, the new model out).  Collective for mpi
+ * and sync; for partial modes it follows pcoll_partial_allreduce. */
 int exchange_step(exchange_t *ex, const float *grad, float *update, exchange_info_t *info);
 
 /* End of training: partial modes run pcoll_partial_flush (a synchronous round
  * taking every pending gradient) and return its delivered sum / P like a step
  * (apply it if info.rounds > 0); mpi and sync deliver nothing (rounds = 0).
- * Collective. */
-int exchange_finish(exchange_t *ex, float *update, exchange_info_t *info);
+ * A model exchange averages every rank's model: update = the mean, with
+ * `model` (this rank's current model) as the fallback.  Collective. */
+int exchange_finish(exchange_t *ex, const float *model, float *update, exchange_info_t *info);
+
+/* 1 if the exchange averages models (the training loop steps locally first
+ * and takes `update` as the new model), 0 if it averages gradients. */
+int exchange_averages_models(const exchange_t *ex);
 
 /* Collective; frees the partial object.  Sets *ex to NULL. */
 int exchange_free(exchange_t **ex);
@@ -57,7 +68,7 @@ int exchange_needs_pcoll(const char *algo);
 /* ---- implementation interface (exchange.c and exchange_partial.c) ---- */
 typedef struct exchange_ops {
     int (*step)(exchange_t *ex, const float *grad, float *update, exchange_info_t *info);
-    int (*finish)(exchange_t *ex, float *update, exchange_info_t *info);
+    int (*finish)(exchange_t *ex, const float *model, float *update, exchange_info_t *info);
     int (*destroy)(exchange_t *ex);
 } exchange_ops_t;
 
@@ -66,6 +77,7 @@ struct exchange {
     exchange_config_t cfg;
     int nranks;
     float scale;  /* 1 / P */
+    int models;   /* a model exchange */
     void *impl;   /* the algorithm's state */
 };
 

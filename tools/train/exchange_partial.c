@@ -1,7 +1,13 @@
-/* eager-SGD's gradient exchange: a pcoll partial allreduce (solo, majority,
- * quorum:Q) in ACCUMULATE mode, so that a gradient that misses a round waits
- * in the pending buffer for a later one and nothing is lost (DESIGN 4).
+/* The exchanges on pcoll partial objects:
+ *   eager-SGD (solo, majority, quorum:Q): gradients, ACCUMULATE mode, so
+ *     that a gradient that misses a round waits in the pending buffer for a
+ *     later one and nothing is lost;
+ *   WAGMA-SGD (wagma, wagma:S): models, a GROUP object in REPLACE mode (a
+ *     rank that is late contributes its last model), averaged by the
+ *     library's rule (pcoll_partial_average); every sync_every-th round is a
+ *     global average.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,8 +51,9 @@ static int partial_step(exchange_t *ex, const float *grad, float *update, exchan
     return 0;
 }
 
-static int partial_finish(exchange_t *ex, float *update, exchange_info_t *info)
+static int partial_finish(exchange_t *ex, const float *model, float *update, exchange_info_t *info)
 {
+    (void)model;
     partial_state_t *st = ex->impl;
     pcoll_partial_info_t pi;
     int rc = pcoll_partial_flush(st->p, update, &pi);
@@ -70,16 +77,44 @@ static int partial_destroy(exchange_t *ex)
 
 static const exchange_ops_t partial_ops = {partial_step, partial_finish, partial_destroy};
 
+/* WAGMA: model in, its group's average out */
+static int wagma_step(exchange_t *ex, const float *model, float *out, exchange_info_t *info)
+{
+    partial_state_t *st = ex->impl;
+    pcoll_partial_info_t pi;
+    int rc = pcoll_partial_allreduce(st->p, model, out, &pi);
+    if (rc == PCOLL_SUCCESS) rc = pcoll_partial_average(st->p, &pi, model, out);
+    if (rc != PCOLL_SUCCESS) return tr_fail("wagma: %s", pcoll_last_error());
+    fill_info(&pi, info);
+    return 0;
+}
+
+static int wagma_finish(exchange_t *ex, const float *model, float *out, exchange_info_t *info)
+{
+    partial_state_t *st = ex->impl;
+    pcoll_partial_info_t pi;
+    int rc = pcoll_partial_flush(st->p, out, &pi);
+    if (rc == PCOLL_SUCCESS) rc = pcoll_partial_average(st->p, &pi, model, out);
+    if (rc != PCOLL_SUCCESS) return tr_fail("wagma: %s", pcoll_last_error());
+    fill_info(&pi, info);
+    return 0;
+}
+
+static const exchange_ops_t wagma_ops = {wagma_step, wagma_finish, partial_destroy};
+
 int exchange_partial_setup(exchange_t *ex)
 {
     const char *a = ex->cfg.algo;
-    if (!(strcmp(a, "solo") == 0 || strcmp(a, "majority") == 0 || strncmp(a, "quorum", 6) == 0)) return 1;
+    int wagma = strcmp(a, "wagma") == 0 || strncmp(a, "wagma:", 6) == 0;
+    if (!(strcmp(a, "solo") == 0 || strcmp(a, "majority") == 0 || strncmp(a, "quorum", 6) == 0 || wagma)) return 1;
     pcoll_partial_config_t cfg;
     pcoll_partial_config_default(&cfg);
-    if (pcoll_partial_config_parse(a, &cfg) != PCOLL_SUCCESS)
+    char spec[64];
+    snprintf(spec, sizeof spec, "group%s", wagma ? a + 5 : "");
+    if (pcoll_partial_config_parse(wagma ? spec : a, &cfg) != PCOLL_SUCCESS)
         return tr_fail("--algo %s: %s", a, pcoll_last_error());
     if (ex->cfg.sync_every < 0) return tr_fail("--sync-every must be >= 0");
-    cfg.mode = PCOLL_ACCUMULATE;
+    cfg.mode = wagma ? PCOLL_REPLACE : PCOLL_ACCUMULATE;
     cfg.sync_every = ex->cfg.sync_every;
     cfg.seed = ex->cfg.seed;
     if (!ex->cfg.ctx) return tr_fail("--algo %s needs a pcoll context", a);
@@ -91,6 +126,7 @@ int exchange_partial_setup(exchange_t *ex)
         return tr_fail("--algo %s: %s", a, pcoll_last_error());
     }
     ex->impl = st;
-    ex->ops = &partial_ops;
+    ex->ops = wagma ? &wagma_ops : &partial_ops;
+    ex->models = wagma;
     return 0;
 }

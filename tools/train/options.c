@@ -52,8 +52,14 @@ static const char *help =
     "                        sync      pcoll_allreduce every step\n"
     "                        solo | majority | quorum:Q\n"
     "                                  eager-SGD: pcoll partial allreduce, ACCUMULATE\n"
+    "                        wagma | wagma:S\n"
+    "                                  WAGMA-SGD: a local SGD step, then the models are\n"
+    "                                  averaged in groups of S (default max(2, round(sqrt(P))))\n"
+    "                                  that rotate every round (pcoll GROUP object, REPLACE\n"
+    "                                  mode, pcoll_partial_average)\n"
     "                        (default sync)\n"
-    "  --sync-every TAU      partial modes: every TAU-th round is synchronous (default 0 = never)\n"
+    "  --sync-every TAU      partial modes: every TAU-th round is synchronous, a global\n"
+    "                        average for wagma (default 10 for wagma, else 0 = never)\n"
     "  --model-sync-epochs N average the models across ranks (MPI_Allreduce / P) after every\n"
     "                        N-th epoch but the last (default 0 = never)\n"
     "\n"
@@ -90,8 +96,8 @@ static const char *help =
     "\n"
     "Accuracy is measured after training on copies of rank 0's model taken at epoch\n"
     "ends, so evaluation never slows the timed run.  At the end, partial modes flush\n"
-    "(a synchronous round) and the largest difference between the ranks' models is\n"
-    "printed.\n";
+    "(a synchronous round); the largest difference between the ranks' models before\n"
+    "and after it is printed.\n";
 
 void train_opts_default(train_opts_t *o)
 {
@@ -108,6 +114,7 @@ void train_opts_default(train_opts_t *o)
     o->lr_schedule = LR_DEFAULT;
     o->momentum = NAN;
     o->seed = 1;
+    o->sync_every = -1; /* unset: 10 for wagma, else 0 */
     o->imbalance = "none";
     o->eval_every = 1;
     o->target = NAN;
@@ -122,6 +129,7 @@ void train_opts_resolve(train_opts_t *o)
     if (isnan(o->momentum)) o->momentum = 0.9;
     if (o->batch == 0) o->batch = fm ? 32 : 256;
     if (o->epochs == 0) o->epochs = fm ? 8 : 48;
+    if (o->sync_every < 0) o->sync_every = strncmp(o->algo, "wagma", 5) == 0 ? 10 : 0;
 }
 
 static size_t flag_size(const char *flag, const char *v, long min)
@@ -235,8 +243,10 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
     if (strcmp(o->algo, "mpi") != 0 && strcmp(o->algo, "sync") != 0 && strcmp(o->algo, "solo") != 0 &&
-        strcmp(o->algo, "majority") != 0 && strncmp(o->algo, "quorum:", 7) != 0)
-        tool_usage_error(prog, "--algo: \"%s\" is not mpi, sync, solo, majority or quorum:Q", o->algo);
+        strcmp(o->algo, "majority") != 0 && strncmp(o->algo, "quorum:", 7) != 0 && strcmp(o->algo, "wagma") != 0 &&
+        strncmp(o->algo, "wagma:", 6) != 0)
+        tool_usage_error(prog, "--algo: \"%s\" is not mpi, sync, solo, majority, quorum:Q, wagma or wagma:S",
+                         o->algo);
     if (o->task != TASK_FMNIST && o->train_limit) tool_usage_error(prog, "--train-limit applies to --task fmnist");
     return 0;
 }

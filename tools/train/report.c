@@ -51,9 +51,9 @@ void report_summary(FILE *out, const train_result_t *r)
         if (isnan(r->time_to_target_s)) fprintf(out, "target %g: not reached\n", r->opts.target);
         else fprintf(out, "target %g: reached after %.2f s\n", r->opts.target, r->time_to_target_s);
     }
-    fprintf(out, "models after the final synchronous round differ by at most %.3g (max over parameters of max-min "
-                 "over ranks)\n",
-            r->model_max_diff);
+    fprintf(out, "models differ by at most %.3g before the final synchronous round, %.3g after it (max over "
+                 "parameters of max-min over ranks)\n",
+            r->model_max_diff_before_sync, r->model_max_diff);
 }
 
 static void csv_num(FILE *f, double v, const char *fmt)
@@ -115,6 +115,7 @@ int report_json(const char *path, const train_result_t *r)
     tool_json_num(&j, "target", o->target);
     tool_json_num(&j, "time_to_target_s", r->time_to_target_s);
     tool_json_num(&j, "model_max_diff", r->model_max_diff);
+    tool_json_num(&j, "model_max_diff_before_sync", r->model_max_diff_before_sync);
     tool_json_int(&j, "epochs", (long long)r->nepochs);
     tool_json_int(&j, "batch", (long long)o->batch);
     tool_json_num(&j, "lr", o->lr);

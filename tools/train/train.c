@@ -244,13 +244,13 @@ static void average_models(run_t *r)
 
 /* max over parameters of (max over ranks - min over ranks); uses grad and
  * update as scratch.  Collective. */
-static double model_max_diff(run_t *r)
+/* max over parameters of max - min over ranks of x (a model); collective,
+ * uses r->grad and r->update as scratch */
+static double model_max_diff(run_t *r, const float *x)
 {
     const size_t n = r->model->nparams;
-    check_mpi(MPI_Allreduce(r->params, r->grad, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce(MAX)",
-              r->rank);
-    check_mpi(MPI_Allreduce(r->params, r->update, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce(MIN)",
-              r->rank);
+    check_mpi(MPI_Allreduce(x, r->grad, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce(MAX)", r->rank);
+    check_mpi(MPI_Allreduce(x, r->update, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce(MIN)", r->rank);
     double d = 0.0;
     for (size_t i = 0; i < n; i++) {
         double e = (double)r->grad[i] - (double)r->update[i];
@@ -265,18 +265,30 @@ typedef struct epoch_stats {
     double compute_s, sleep_s, exchange_s;
 } epoch_stats_t;
 
-static void apply_delivery(run_t *r, const exchange_info_t *info, double lr, epoch_stats_t *st)
+/* Counts what an exchange delivered; 0 if nothing. */
+static int count_delivery(const exchange_info_t *info, epoch_stats_t *st)
 {
     st->rounds += info->rounds;
     if (info->rounds == 0) {
-        /* nothing arrived: the update is zero and must not even decay the
-           momentum, or a rank that is often late would train differently */
         st->empty++;
-        return;
+        return 0;
     }
     st->delivered++;
     st->active_sum += (uint64_t)info->active;
-    sgd_step(r->params, r->velocity, r->update, r->model->nparams, (float)lr, (float)r->o.momentum);
+    return 1;
+}
+
+/* What an exchange delivered becomes the model: a gradient exchange's mean
+ * gradient is applied by SGD, a model exchange's model replaces ours. */
+static void apply_delivery(run_t *r, const exchange_info_t *info, double lr, epoch_stats_t *st)
+{
+    /* nothing arrived: the update is zero and must not even decay the
+       momentum, or a rank that is often late would train differently */
+    if (!count_delivery(info, st)) return;
+    if (exchange_averages_models(r->ex))
+        memcpy(r->params, r->update, r->model->nparams * sizeof *r->params);
+    else
+        sgd_step(r->params, r->velocity, r->update, r->model->nparams, (float)lr, (float)r->o.momentum);
 }
 
 /* Evaluates rank 0's snapshots and fills the records' evaluation fields. */
@@ -359,6 +371,7 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
     double tot_compute = 0, tot_sleep = 0, tot_exchange = 0;
     uint64_t step = 0;
     size_t nsnap = 0;
+    float *before_sync = NULL; /* the model before the final synchronization */
     check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r.rank);
     const double t0 = MPI_Wtime();
     double epoch_t0 = t0;
@@ -372,14 +385,19 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
             mlp_batch_t mb;
             gather_batch(&r, (size_t)b, &mb);
             double loss = mlp_loss_grad(r.model, r.params, r.work, &mb, r.grad);
+            const double lr = lr_at(o, step, total_steps);
+            /* a model exchange averages the model after a local step */
+            if (exchange_averages_models(r.ex))
+                sgd_step(r.params, r.velocity, r.grad, r.model->nparams, (float)lr, (float)o->momentum);
             double tb = MPI_Wtime();
             double delay = imbalance_delay_ms(&r.imb, r.rank, r.nranks, step, (tb - ta) * 1e3);
             sleep_ms(delay);
             double tc = MPI_Wtime();
             exchange_info_t info;
-            if (exchange_step(r.ex, r.grad, r.update, &info)) fatal(r.rank);
+            const float *in = exchange_averages_models(r.ex) ? r.params : r.grad;
+            if (exchange_step(r.ex, in, r.update, &info)) fatal(r.rank);
             double td = MPI_Wtime();
-            apply_delivery(&r, &info, lr_at(o, step, total_steps), &st);
+            apply_delivery(&r, &info, lr, &st);
             r.loss_sum[e] += loss;
             r.loss_cnt[e] += 1;
             st.compute_s += tb - ta;
@@ -391,9 +409,18 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
         const int last = e + 1 == epochs;
         if (o->model_sync_epochs > 0 && (e + 1) % o->model_sync_epochs == 0 && !last) average_models(&r);
         if (last) {
-            /* partial modes: a synchronous round takes every pending gradient */
+            /* partial modes: a synchronous round takes every pending gradient
+               (or averages every model).  The models before it are compared
+               after it: a collective now could wait for a rank whose last
+               call waits for a synchronous round that needs this one */
+            before_sync = malloc(r.model->nparams * sizeof *before_sync);
+            if (!before_sync) {
+                tr_fail("out of memory");
+                fatal(r.rank);
+            }
+            memcpy(before_sync, r.params, r.model->nparams * sizeof *before_sync);
             exchange_info_t info;
-            if (exchange_finish(r.ex, r.update, &info)) fatal(r.rank);
+            if (exchange_finish(r.ex, r.params, r.update, &info)) fatal(r.rank);
             if (info.rounds > 0) {
                 epoch_stats_t fst;
                 memset(&fst, 0, sizeof fst);
@@ -434,7 +461,9 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
     if (exchange_free(&r.ex)) fatal(r.rank);
 
     /* ---- after training: agreement, statistics, evaluation ---- */
-    res->model_max_diff = model_max_diff(&r);
+    res->model_max_diff = model_max_diff(&r, r.params);
+    res->model_max_diff_before_sync = model_max_diff(&r, before_sync ? before_sync : r.params);
+    free(before_sync);
     double *tmp = calloc((size_t)epochs * 2, sizeof *tmp);
     if (!tmp) {
         tr_fail("out of memory");

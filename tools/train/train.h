@@ -92,6 +92,7 @@ typedef struct train_result {
     double val_mse;          /* of the final model (hyperplane) */
     double time_to_target_s; /* NAN if not reached or no target */
     double model_max_diff;   /* max over parameters of max - min over ranks */
+    double model_max_diff_before_sync; /* the same before the final flush */
     double gflops;           /* dense-layer GFLOP/s per rank while computing */
     double compute_ms, sleep_ms, exchange_ms; /* per step, mean over ranks and steps */
     uint64_t flush_rounds;   /* rounds the final flush delivered (this rank) */
