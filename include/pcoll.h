@@ -123,6 +123,16 @@ PCOLL_API int pcoll_finalize(pcoll_t **ctx);
 PCOLL_API int pcoll_rank(const pcoll_t *ctx); /* rank in the context's communicator */
 PCOLL_API int pcoll_size(const pcoll_t *ctx);
 
+/* What this rank's context has sent since pcoll_init (the counters only
+ * grow): data are the messages of allreduces and of partial rounds' data
+ * phases, control the small ones (activations, arrivals, HELLOs, stall
+ * questions).  Data moved through node-shared memory is not counted. */
+typedef struct pcoll_stats {
+    uint64_t data_bytes_sent, data_messages_sent;
+    uint64_t control_bytes_sent, control_messages_sent;
+} pcoll_stats_t;
+PCOLL_API int pcoll_get_stats(const pcoll_t *ctx, pcoll_stats_t *stats);
+
 /*
  * How the thread progressing pcoll uses the CPU: the progress thread, or an
  * application thread blocked in pcoll, which progresses it meanwhile.  It

@@ -295,6 +295,20 @@ int pcoll_finalize(pcoll_t **pctx)
 int pcoll_rank(const pcoll_t *ctx) { return ctx ? ctx->rank : -1; }
 int pcoll_size(const pcoll_t *ctx) { return ctx ? ctx->size : -1; }
 
+int pcoll_get_stats(const pcoll_t *ctx, pcoll_stats_t *stats)
+{
+    int rc = pc_ctx_check(ctx, __func__);
+    if (rc != PCOLL_SUCCESS) return rc;
+    if (!stats) return PC_ERR(PCOLL_ERR_NULL, "stats is NULL");
+    pc_engine_stats_t e;
+    pc_engine_stats(ctx->engine, &e);
+    stats->data_bytes_sent = e.data_bytes;
+    stats->data_messages_sent = e.data_msgs;
+    stats->control_bytes_sent = e.ctrl_bytes;
+    stats->control_messages_sent = e.ctrl_msgs;
+    return PCOLL_SUCCESS;
+}
+
 int pcoll_get_progress_policy(const pcoll_t *ctx, pcoll_progress_policy_t *policy)
 {
     int rc = pc_ctx_check(ctx, __func__);

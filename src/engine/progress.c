@@ -100,6 +100,7 @@ struct pc_engine {
     unsigned char *keys_used;
 
     atomic_ullong n_loops, n_sleeps, n_tasks, n_requests;
+    atomic_ullong data_bytes, data_msgs, ctrl_bytes, ctrl_msgs; /* sent */
 };
 
 static double now_us(void)
@@ -184,6 +185,10 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
         (*nposted)++;
         off += len;
     } while (off < bytes);
+    if (is_send) { /* counted once posted: what this rank put on the wire */
+        atomic_fetch_add_explicit(o.sched ? &e->data_bytes : &e->ctrl_bytes, bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(o.sched ? &e->data_msgs : &e->ctrl_msgs, 1, memory_order_relaxed);
+    }
     return PCOLL_SUCCESS;
 }
 
@@ -850,4 +855,8 @@ void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out)
     out->sleeps = atomic_load(&e->n_sleeps);
     out->tasks = atomic_load(&e->n_tasks);
     out->requests = atomic_load(&e->n_requests);
+    out->data_bytes = atomic_load(&e->data_bytes);
+    out->data_msgs = atomic_load(&e->data_msgs);
+    out->ctrl_bytes = atomic_load(&e->ctrl_bytes);
+    out->ctrl_msgs = atomic_load(&e->ctrl_msgs);
 }

@@ -143,6 +143,8 @@ int pc_engine_rank(const pc_engine_t *e);
 /* Counters for tests and diagnostics. */
 typedef struct pc_engine_stats {
     unsigned long long loops, sleeps, tasks, requests;
+    /* sent: schedules' messages (data) and the others (control) */
+    unsigned long long data_bytes, data_msgs, ctrl_bytes, ctrl_msgs;
 } pc_engine_stats_t;
 void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out);
 

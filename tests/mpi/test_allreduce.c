@@ -211,6 +211,36 @@ static void in_flight(pcoll_t *ctx)
     }
 }
 
+/* pcoll_get_stats counts what a rank sent: recursive doubling over a power
+ * of two ranks sends the whole vector once per step (docs/algorithms.md) */
+static void stats(pcoll_t *ctx)
+{
+    enum { N = 1000 };
+    int32_t in[N], out[N];
+    fill(in, N, PCOLL_INT32, 7);
+    pcoll_stats_t a, b;
+    EXPECT_ERR(pcoll_get_stats(ctx, NULL), PCOLL_ERR_NULL, "stats");
+    EXPECT_ERR(pcoll_get_stats(NULL, &a), PCOLL_ERR_NULL, "ctx");
+    int k = 0;
+    while ((1 << (k + 1)) <= size) k++;
+    int pow2 = (1 << k) == size;
+    CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_RECDBL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_RC(pcoll_get_stats(ctx, &a));
+    CHECK_RC(pcoll_allreduce(ctx, in, out, N, PCOLL_INT32, PCOLL_SUM, NULL, 0));
+    CHECK_RC(pcoll_get_stats(ctx, &b));
+    if (pow2) {
+        CHECK_MSG(b.data_bytes_sent - a.data_bytes_sent == (uint64_t)k * sizeof in, "sent %llu bytes, expected %llu",
+                  (unsigned long long)(b.data_bytes_sent - a.data_bytes_sent),
+                  (unsigned long long)((uint64_t)k * sizeof in));
+        CHECK(b.data_messages_sent - a.data_messages_sent == (uint64_t)k);
+    } else {
+        CHECK(b.data_bytes_sent - a.data_bytes_sent >= (uint64_t)k * sizeof in);
+    }
+    CHECK(b.control_bytes_sent >= a.control_bytes_sent && b.control_messages_sent >= a.control_messages_sent);
+    CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));
+}
+
 int main(int argc, char **argv)
 {
     tu_mpi_start(&argc, &argv, 600, &rank, &size);
@@ -221,6 +251,7 @@ int main(int argc, char **argv)
     for (int algo = PCOLL_ALGO_AUTO; algo <= PCOLL_ALGO_DIRECT; algo++) sweep(ctx, (pcoll_allreduce_algo_t)algo);
     subset_groups(ctx);
     in_flight(ctx);
+    stats(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
     CHECK(ctx == NULL);
     if (rank == 0) printf("test_allreduce: P=%d, %ld cases passed\n", size, ncases);

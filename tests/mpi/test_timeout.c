@@ -8,8 +8,8 @@
  *   - pcoll_allreduce on all ranks, and on a group with the absent rank:
  *     PCOLL_ERR_TIMEOUT naming it ("has not started it"), after one stall
  *     warning on stderr naming it too;
- *   - SOLO: calls complete (rounds need no application), a flush times out
- *     naming the absent rank; MAJORITY: a round it initiates times out
+ *   - SOLO and GROUP: calls complete (rounds need no application), a flush
+ *     times out naming the absent rank; MAJORITY: a round it initiates times out
  *     naming it; QUORUM(P): times out naming it;
  *   - pcoll_allreduce_init: times out naming it.
  * Then the absent rank wakes up: the flushes are resumed and complete, the
@@ -115,12 +115,13 @@ static void partial_timeouts(pcoll_t *ctx)
     int32_t in[3] = {1, 2, 3}, out[3];
     char q[32];
     snprintf(q, sizeof q, "quorum:%d", size);
-    const char *kinds[3] = {"solo", "majority", q};
-    for (int k = 0; k < 3; k++) {
+    const char *kinds[4] = {"solo", "majority", q, "group:2"};
+    for (int k = 0; k < 4; k++) {
         pcoll_partial_t *p = make(ctx, kinds[k]);
         if (rank != absent) {
-            if (k == 0) {
-                /* solo rounds need no application: they go on without it */
+            if (k == 0 || k == 3) {
+                /* solo and group rounds need no application: they go on
+                 * without it */
                 for (int i = 0; i < 5; i++) CHECK_RC(pcoll_partial_allreduce(p, in, out, NULL));
                 EXPECT_ERR(pcoll_partial_flush(p, out, NULL), PCOLL_ERR_TIMEOUT, absent_words);
                 CHECK(strstr(pcoll_last_error(), "has not called pcoll_partial_flush"));

@@ -12,6 +12,9 @@ static const char *usage =
     "  allreduce   size sweep: pcoll_allreduce vs MPI_Allreduce vs MPI_Iallreduce\n"
     "  skew        eager-SGD microbenchmark: linearly skewed ranks, MPI_Allreduce\n"
     "              vs solo / majority / quorum partial allreduce (latency, NAP)\n"
+    "  group       the skew microbenchmark for WAGMA's group rounds (GROUP partial\n"
+    "              objects) against MPI_Allreduce, solo and majority: latency per\n"
+    "              rank, NAP, group size, bytes sent per round\n"
     "  objects     the cost of a partial call with many live partial objects\n"
     "  idle        CPU time used by initialized, idle processes\n"
     "\n"
@@ -29,6 +32,8 @@ int main(int argc, char **argv)
         rc = bench_allreduce(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "skew") == 0) {
         rc = bench_skew(argc - 1, argv + 1, rank, size);
+    } else if (strcmp(argv[1], "group") == 0) {
+        rc = bench_group(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "objects") == 0) {
         rc = bench_objects(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "idle") == 0) {

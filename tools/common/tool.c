@@ -28,41 +28,91 @@ double tool_mean(const double *v, size_t n)
     return n ? s / (double)n : NAN;
 }
 
-static void json_key(tool_json_t *j, const char *key)
+/* Appends to the object; what does not fit is dropped (whole fields: the
+ * object stays valid JSON, with the fields that fitted). */
+static void json_add(tool_json_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void json_add(tool_json_t *j, const char *fmt, ...)
 {
-    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "%s\"%s\":", j->fields++ ? "," : "", key);
+    size_t room = sizeof j->buf - 1 - j->len; /* 1: the closing brace */
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(j->buf + j->len, room + 1, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n > room) {
+        j->buf[j->len] = '\0';
+        j->full = 1;
+    } else {
+        j->len += (size_t)n;
+    }
+}
+
+/* one field: key and value, or nothing when it does not fit */
+static void json_field(tool_json_t *j, const char *key, const char *value)
+{
+    if (j->full) return;
+    json_add(j, "%s\"%s\":%s", j->fields ? "," : "", key, value);
+    if (!j->full) j->fields++;
 }
 
 void tool_json_begin(tool_json_t *j)
 {
-    j->len = (size_t)snprintf(j->buf, sizeof j->buf, "{");
+    j->len = 0;
     j->fields = 0;
+    j->full = 0;
+    json_add(j, "{");
 }
 
 void tool_json_str(tool_json_t *j, const char *key, const char *value)
 {
-    json_key(j, key);
-    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "\"");
-    for (const char *c = value; *c && j->len + 4 < sizeof j->buf; c++) {
-        if (*c == '"' || *c == '\\') j->buf[j->len++] = '\\';
-        j->buf[j->len++] = *c;
+    char quoted[512];
+    size_t n = 0;
+    quoted[n++] = '"';
+    for (const char *c = value; *c && n + 3 < sizeof quoted; c++) {
+        if (*c == '"' || *c == '\\') quoted[n++] = '\\';
+        quoted[n++] = *c;
     }
-    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "\"");
+    quoted[n++] = '"';
+    quoted[n] = '\0';
+    json_field(j, key, quoted);
+}
+
+static void num_text(double value, char *out, size_t len)
+{
+    if (isfinite(value))
+        snprintf(out, len, "%.6g", value);
+    else
+        snprintf(out, len, "null");
 }
 
 void tool_json_num(tool_json_t *j, const char *key, double value)
 {
-    json_key(j, key);
-    if (isfinite(value))
-        j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "%.6g", value);
-    else
-        j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "null");
+    char text[32];
+    num_text(value, text, sizeof text);
+    json_field(j, key, text);
 }
 
 void tool_json_int(tool_json_t *j, const char *key, long long value)
 {
-    json_key(j, key);
-    j->len += (size_t)snprintf(j->buf + j->len, sizeof j->buf - j->len, "%lld", value);
+    char text[32];
+    snprintf(text, sizeof text, "%lld", value);
+    json_field(j, key, text);
+}
+
+void tool_json_nums(tool_json_t *j, const char *key, const double *values, size_t n)
+{
+    char *text = malloc(n * 16 + 3);
+    if (!text) return;
+    size_t len = 0;
+    text[len++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        if (i) text[len++] = ',';
+        num_text(values[i], text + len, 15);
+        len += strlen(text + len);
+    }
+    text[len++] = ']';
+    text[len] = '\0';
+    json_field(j, key, text);
+    free(text);
 }
 
 void tool_json_end(tool_json_t *j, FILE *out)

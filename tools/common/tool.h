@@ -14,14 +14,16 @@ double tool_mean(const double *v, size_t n);
 
 /* One JSON object per line: tool_json_begin, fields, tool_json_end. */
 typedef struct tool_json {
-    char buf[2048];
+    char buf[16384]; /* a longer object is cut short (and stays valid JSON) */
     size_t len;
     int fields;
+    int full; /* a field did not fit: the rest are dropped */
 } tool_json_t;
 void tool_json_begin(tool_json_t *j);
 void tool_json_str(tool_json_t *j, const char *key, const char *value);
 void tool_json_num(tool_json_t *j, const char *key, double value);
 void tool_json_int(tool_json_t *j, const char *key, long long value);
+void tool_json_nums(tool_json_t *j, const char *key, const double *values, size_t n); /* an array */
 void tool_json_end(tool_json_t *j, FILE *out);
 
 /* MPI_Init_thread(MULTIPLE) or exit with a message. */

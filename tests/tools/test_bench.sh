@@ -1,0 +1,79 @@
+#!/bin/sh
+# pcoll-bench smoke test: every subcommand runs at 4 ranks on tiny sizes and
+# prints the JSON fields it documents, with values that make sense; bad flags
+# are refused with exit code 2 and a message naming the flag.
+#   test_bench.sh PCOLL_BENCH MPIEXEC [MPIEXEC_FLAGS...]
+set -eu
+bench=$1
+shift
+mpirun="$*"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() {
+    echo "test_bench: FAILED: $*" >&2
+    exit 1
+}
+
+# "key": number of one JSON line (empty if absent or null)
+field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.e+-]*\).*/\1/p"; }
+# the JSON line of a mode and size
+line_of() { grep "\"mode\":\"$2\"" "$1" | grep "\"bytes\":$3," || true; }
+
+# ---- allreduce: one line per size, results verified by the bench itself ----
+$mpirun -n 4 "$bench" allreduce --json --min-bytes 8 --max-bytes 64K --iters 5 --plan >"$out/ar" ||
+    fail "allreduce exited with $?"
+[ "$(grep -c '"bench":"allreduce"' "$out/ar")" -eq 14 ] || fail "allreduce: expected 14 sizes (8 B to 64 KiB)"
+for key in pcoll_us mpi_us ratio plan_us plan_ratio; do
+    [ -n "$(field "$(head -n 1 "$out/ar")" $key)" ] || fail "allreduce: no $key in $(head -n 1 "$out/ar")"
+done
+
+# ---- skew and group: the modes asked for, at every size ----
+$mpirun -n 4 "$bench" skew --json --max-bytes 512 --iters 4 --skew-us 200 >"$out/skew" || fail "skew exited with $?"
+[ "$(grep -c '"bench":"skew"' "$out/skew")" -eq 6 ] || fail "skew: expected 3 modes x 2 sizes"
+for m in mpi solo majority; do
+    l=$(line_of "$out/skew" $m 64)
+    [ -n "$l" ] || fail "skew: no line for $m at 64 B"
+    nap=$(field "$l" nap)
+    awk -v n="$nap" 'BEGIN { exit !(n > 0 && n <= 4) }' || fail "skew: $m NAP $nap is not in (0, 4]"
+done
+
+$mpirun -n 4 "$bench" group --json --max-bytes 512 --iters 4 --skew-us 200 --modes mpi,sync,solo,group:2 \
+    --data-phase messages >"$out/group" || fail "group exited with $?"
+[ "$(grep -c '"bench":"group"' "$out/group")" -eq 8 ] || fail "group: expected 4 modes x 2 sizes"
+for b in 64 512; do
+    g=$(line_of "$out/group" group:2 $b)
+    s=$(line_of "$out/group" sync $b)
+    [ -n "$g" ] && [ -n "$s" ] || fail "group: no group:2 or sync line at $b B"
+    [ "$(field "$g" members)" = 2 ] || fail "group:2 rounds summed $(field "$g" members) ranks, not 2"
+    [ "$(field "$s" members)" = 4 ] || fail "sync summed $(field "$s" members) ranks, not 4"
+    gs=$(field "$g" sent_bytes_per_round)
+    ss=$(field "$s" sent_bytes_per_round)
+    # a group of 2 exchanges the vector (+ its trailer) once; all 4 ranks at least twice as much
+    awk -v g="$gs" -v s="$ss" -v b=$b 'BEGIN { exit !(g >= b && g < s) }' ||
+        fail "group: $b B: group:2 sent $gs bytes per round, sync $ss"
+    printf '%s\n' "$g" | grep -q '"latency_us_by_rank":\[[^]]*,[^]]*,[^]]*,[^]]*\]' ||
+        fail "group: no latency of each of the 4 ranks in $g"
+    printf '%s\n' "$(line_of "$out/group" mpi $b)" | grep -q '"sent_bytes_per_round":null' ||
+        fail "group: MPI_Allreduce's bytes are not visible, yet a figure was printed"
+done
+$mpirun -n 4 "$bench" group --max-bytes 64 --iters 2 --skew-us 100 >"$out/group.txt" || fail "group (text) exited"
+grep -q "latency per rank" "$out/group.txt" || fail "group: no per-rank table in the text output"
+
+# ---- objects and idle ----
+$mpirun -n 4 "$bench" objects --json --counts 2,8 --calls 40 >"$out/obj" || fail "objects exited with $?"
+[ "$(grep -c '"bench":"objects"' "$out/obj")" -eq 4 ] || fail "objects: expected 2 counts x 2 kinds"
+$mpirun -n 2 "$bench" idle --json --seconds 1 >"$out/idle" || fail "idle exited with $?"
+[ -n "$(field "$(cat "$out/idle")" cpu_pct_max)" ] || fail "idle: no cpu_pct_max"
+
+# ---- bad input: exit code 2, the flag named ----
+for args in "group --modes group:1" "group --data-phase shm" "skew --iters 0" "nosuch"; do
+    set +e
+    # shellcheck disable=SC2086
+    $mpirun -n 2 "$bench" $args >"$out/bad" 2>&1
+    rc=$?
+    set -e
+    [ $rc -ne 0 ] || fail "\"$args\" was accepted"
+    word=$(printf '%s' "$args" | awk '{ print ($2 == "" ? $1 : $2) }')
+    grep -q -- "$word" "$out/bad" || fail "\"$args\": the message does not name $word: $(cat "$out/bad")"
+done
+echo "test_bench: every subcommand ran; JSON fields and values as documented"
