@@ -60,6 +60,11 @@ static void grid_of(int P, int S, grid_t *g)
             break;
         }
     }
+    /* b = 1 (S = 2, P not a power of two): the digits of radix 1 would make
+     * every rank of the grid a group of its own; without them the grid is a
+     * hypercube of 2^j ranks, the others join its lines, and every rank's
+     * value still reaches every other within j <= D rounds */
+    if (b == 1) D = j;
     g->D = D;
     g->Q = 1;
     for (int k = 0; k < D; k++) {
@@ -128,6 +133,23 @@ int pc_rot_group(int P, int S, uint64_t t, int rank, int *members)
     }
     if (is_pow2(P) && is_pow2(S)) return butterfly(P, S, t, rank, members);
     return mixed(P, S, t, rank, members);
+}
+
+int pc_rot_period(int P, int S)
+{
+    if (S >= P || P <= 1) return 1;
+    if (is_pow2(P) && is_pow2(S)) {
+        int p = log2i(P), s = log2i(S), a = p, c = s;
+        while (c) { /* gcd(p, s) */
+            int t = a % c;
+            a = c;
+            c = t;
+        }
+        return p / a;
+    }
+    grid_t g;
+    grid_of(P, S, &g);
+    return g.D;
 }
 
 int pc_rot_max_size(int P, int S)

@@ -4,11 +4,14 @@
  *   - the groups of a round partition the ranks (each rank is in its own
  *     group, listed in increasing order; every member computes the same
  *     group);
- *   - no group has more than S + 2 ranks, nor more than pc_rot_max_size;
+ *   - no group has more than S + 2 ranks, nor more than pc_rot_max_size,
+ *     nor fewer than 2 (P >= 2: nobody sits a round out);
  *   - within pc_rot_depth(P, S) consecutive rounds every rank's value
  *     reaches every other rank (bit sets OR-ed through the groups), and
  *     pc_rot_depth is ceil(log_S P);
- *   - the groups repeat with the rule's period.
+ *   - the groups repeat with the rule's period (pc_rot_period: the
+ *     butterfly's bit positions after log2 P / gcd(log2 P, log2 S), the
+ *     grid's digits after their number).
  * And the paper's butterfly at P = 8, S = 4, the default sizes, a mixed
  * radix example.
  */
@@ -38,7 +41,7 @@ static void round_check(int P, int S, uint64_t t)
     CHECK(most <= S + 2 || most == P);
     for (int r = 0; r < P; r++) {
         int n = pc_rot_group(P, S, t, r, members);
-        CHECK(n >= 1 && n <= most);
+        CHECK(n >= (P >= 2 ? 2 : 1) && n <= most); /* no rank alone */
         int self = 0;
         for (int i = 0; i < n; i++) {
             CHECK(members[i] >= 0 && members[i] < P);
@@ -58,23 +61,6 @@ static void round_check(int P, int S, uint64_t t)
     memcpy(know, next_know, sizeof know);
 }
 
-static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
-
-/* after how many rounds the rule repeats: the butterfly's bit positions
- * after log2 P / gcd(log2 P, log2 S), the grid's digits after D */
-static int period_of(int P, int S)
-{
-    if (S >= P) return 1;
-    if (pow2(P) && pow2(S)) {
-        int p = 0, s = 0;
-        while ((1 << p) < P) p++;
-        while ((1 << s) < S) s++;
-        return p / gcd(p, s);
-    }
-    return pc_rot_depth(P, S);
-}
-
 static void check_pair(int P, int S)
 {
     int D = pc_rot_depth(P, S);
@@ -85,7 +71,7 @@ static void check_pair(int P, int S)
         ceil_log++;
     }
     CHECK(D == (ceil_log > 0 ? ceil_log : 1));
-    int period = period_of(P, S);
+    int period = pc_rot_period(P, S);
     for (int t0 = 0; t0 < period; t0++) {
         memset(know, 0, sizeof know);
         for (int r = 0; r < P; r++) know[r][r / 64] |= 1ULL << (r % 64);
@@ -111,13 +97,23 @@ int main(void)
     CHECK(n == 4 && members[0] == 0 && members[1] == 1 && members[2] == 4 && members[3] == 5);
     n = pc_rot_group(8, 4, 1, 2, members);
     CHECK(n == 4 && members[0] == 2 && members[1] == 3 && members[2] == 6 && members[3] == 7);
-    /* P = 6, S = 2: radices 2, 2, 1 over ranks 0..3, then 4, 5 */
+    /* P = 6, S = 2: radices 2, 2 over ranks 0..3 (the radix-1 digit left
+     * out), then 4, 5 */
     n = pc_rot_group(6, 2, 0, 4, members);
     CHECK(n == 3 && members[0] == 0 && members[1] == 1 && members[2] == 4);
     n = pc_rot_group(6, 2, 1, 3, members);
     CHECK(n == 3 && members[0] == 1 && members[1] == 3 && members[2] == 5);
     n = pc_rot_group(6, 2, 2, 3, members);
-    CHECK(n == 1 && members[0] == 3);
+    CHECK(n == 3 && members[0] == 2 && members[1] == 3 && members[2] == 5);
+    CHECK(pc_rot_period(6, 2) == 2 && pc_rot_depth(6, 2) == 3);
+    /* P = 12, S = 3: radices 3, 2, 2 */
+    n = pc_rot_group(12, 3, 0, 4, members);
+    CHECK(n == 3 && members[0] == 3 && members[1] == 4 && members[2] == 5);
+    n = pc_rot_group(12, 3, 1, 4, members);
+    CHECK(n == 2 && members[0] == 1 && members[1] == 4);
+    n = pc_rot_group(12, 3, 2, 4, members);
+    CHECK(n == 2 && members[0] == 4 && members[1] == 10);
+    CHECK(pc_rot_period(12, 3) == 3 && pc_rot_period(8, 4) == 3 && pc_rot_period(16, 4) == 2);
     /* defaults: max(2, round(sqrt(P))) */
     CHECK(pc_rot_default_size(1) == 1 && pc_rot_default_size(2) == 2 && pc_rot_default_size(8) == 3);
     CHECK(pc_rot_default_size(16) == 4 && pc_rot_default_size(32) == 6 && pc_rot_default_size(64) == 8);
