@@ -174,6 +174,25 @@ static int check_args(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
     return PCOLL_SUCCESS;
 }
 
+/* Under ctx->lock: the operation's identity, a sequence number on channel
+ * 0 (world) or a receive id (group, plan). */
+static int claim_identity(pcoll_t *ctx, int world, int plan, pc_group_t *g, pcoll_request_t *req, const char *fn)
+{
+    if (world) {
+        if (ctx->world.next_seq >= ctx->world.broken_seq)
+            return pc_error(PCOLL_ERR_STATE, fn,
+                            "an earlier operation on all ranks timed out at this rank: the ranks are out of step");
+        req->seq = ctx->world.next_seq++;
+        return PCOLL_SUCCESS;
+    }
+    if (pc_idpool_get(&ctx->ids, &req->my_id) != 0)
+        return pc_error(PCOLL_ERR_LIMIT, fn,
+                        "%u group operations and plans are in flight or alive at this rank: complete some first",
+                        pc_idpool_in_use(&ctx->ids));
+    if (!plan) g->active++;
+    return PCOLL_SUCCESS;
+}
+
 int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
                   const int *group, int group_size, int plan, const char *fn, pcoll_request_t *req)
 {
@@ -202,7 +221,15 @@ int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count
                                  atomic_load(&ctx->small_bytes), count * pcoll_dtype_size(dtype), a.n);
     pc_built_t b;
     int cached = !plan && cache_take(ctx, &a, &b);
+    /* the common case, a world operation with its schedule cached, takes
+     * the lock once */
+    int claimed = cached && world;
+    if (claimed) rc = claim_identity(ctx, world, plan, g, req, fn);
     pthread_mutex_unlock(&ctx->lock);
+    if (claimed && rc != PCOLL_SUCCESS) {
+        cache_put(ctx, &a, &b);
+        return rc;
+    }
     if (!cached && (rc = pc_built_make(&a, &b)) != PCOLL_SUCCESS) {
         if (g) {
             pthread_mutex_lock(&ctx->lock);
@@ -214,24 +241,15 @@ int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count
     int *bases = NULL;
     if (!world && !(bases = malloc(sizeof(int) * (size_t)a.n))) rc = PCOLL_ERR_NOMEM;
     for (int i = 0; bases && i < a.n; i++) bases[i] = -1;
-    pthread_mutex_lock(&ctx->lock);
-    if (rc != PCOLL_SUCCESS) {
-        rc = pc_error(rc, fn, "no memory for the operation");
-    } else if (world) {
-        if (ctx->world.next_seq >= ctx->world.broken_seq)
-            rc = pc_error(PCOLL_ERR_STATE, fn,
-                          "an earlier operation on all ranks timed out at this rank: the ranks are out of step");
+    if (!claimed) {
+        pthread_mutex_lock(&ctx->lock);
+        if (rc != PCOLL_SUCCESS)
+            rc = pc_error(rc, fn, "no memory for the operation");
         else
-            req->seq = ctx->world.next_seq++;
-    } else if (pc_idpool_get(&ctx->ids, &req->my_id) != 0) {
-        rc = pc_error(PCOLL_ERR_LIMIT, fn,
-                      "%u group operations and plans are in flight or alive at this rank: complete some first",
-                      pc_idpool_in_use(&ctx->ids));
-    } else if (!plan) {
-        g->active++;
+            rc = claim_identity(ctx, world, plan, g, req, fn);
+        if (rc != PCOLL_SUCCESS && g) pc_groups_put(&ctx->groups, g);
+        pthread_mutex_unlock(&ctx->lock);
     }
-    if (rc != PCOLL_SUCCESS && g) pc_groups_put(&ctx->groups, g);
-    pthread_mutex_unlock(&ctx->lock);
     if (rc != PCOLL_SUCCESS) {
         free(bases);
         if (cached || !plan)

@@ -407,7 +407,7 @@ void pc_ctx_register_object(pcoll_t *ctx, pc_object_link_t *link)
     pthread_mutex_lock(&ctx->lock);
     link->next = ctx->objects;
     ctx->objects = link;
-    ctx->block_watchers += link->watches_blocks != 0;
+    atomic_fetch_add(&ctx->block_watchers, link->watches_blocks != 0);
     pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -417,7 +417,7 @@ void pc_ctx_unregister_object(pcoll_t *ctx, pc_object_link_t *link)
     for (pc_object_link_t **pp = &ctx->objects; *pp; pp = &(*pp)->next)
         if (*pp == link) {
             *pp = link->next;
-            ctx->block_watchers -= link->watches_blocks != 0;
+            atomic_fetch_sub(&ctx->block_watchers, link->watches_blocks != 0);
             break;
         }
     pthread_mutex_unlock(&ctx->lock);
@@ -433,9 +433,13 @@ void pc_ctx_set_block_hook(pcoll_t *ctx, pc_block_hook_t hook, void *arg)
 
 int pc_ctx_block(pcoll_t *ctx, uint64_t object, uint32_t channel, int self_watches)
 {
+    /* the common case without the lock: no object (but this call's own)
+     * watches blocked calls.  An object registered just now sees this call
+     * as not blocked, as if it had come a moment earlier. */
+    if (atomic_load(&ctx->block_watchers) - (self_watches != 0) <= 0) return 0;
     pthread_mutex_lock(&ctx->lock);
     /* the object a call is about does not count its own blocked calls */
-    pc_block_hook_t hook = ctx->block_watchers - (self_watches != 0) > 0 ? ctx->block_hook : NULL;
+    pc_block_hook_t hook = atomic_load(&ctx->block_watchers) - (self_watches != 0) > 0 ? ctx->block_hook : NULL;
     void *arg = ctx->block_hook_arg;
     pthread_mutex_unlock(&ctx->lock);
     if (!hook) return 0; /* the common case: nobody to tell, nothing sent */

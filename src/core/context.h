@@ -64,7 +64,7 @@ struct pcoll_ctx {
     pcoll_request_t *free_requests; /* recycled request memory */
     pcoll_request_t *zombies;       /* abandoned after a timeout: kept until finalize */
     pc_object_link_t *objects;      /* live persistent objects, newest first */
-    int block_watchers;             /* of them, those that want pc_block_hook calls */
+    atomic_int block_watchers;      /* of them, those that want pc_block_hook calls */
     pc_block_hook_t block_hook;
     void *block_hook_arg;
     void *partial;                  /* the partial layer's context-wide state (partial/park.c), */

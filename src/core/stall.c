@@ -323,17 +323,20 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w)
     if (w->done(w->arg)) return PCOLL_SUCCESS;
     int told = pc_ctx_block(ctx, w->object, w->channel, w->object_watches);
     double warn = atomic_load(&ctx->stall_warn_s), timeout = atomic_load(&ctx->timeout_s);
-    double t0 = now_s();
+    /* the clock is read here only once a deadline has passed: a call that
+     * completes in time pays for no reading of its own */
+    double t0 = -1;
     int warned = warn <= 0, status = PCOLL_SUCCESS;
     char report[1024];
     for (;;) {
-        double next = -1;
-        if (!warned) next = t0 + warn;
-        if (timeout > 0 && (next < 0 || t0 + timeout < next)) next = t0 + timeout;
-        double left_us = next < 0 ? -1.0 : (next - now_s()) * 1e6;
+        double next = -1; /* seconds after the start */
+        if (!warned) next = warn;
+        if (timeout > 0 && (next < 0 || timeout < next)) next = timeout;
+        double left_us = next < 0 ? -1.0 : t0 < 0 ? next * 1e6 : (t0 + next - now_s()) * 1e6;
         if (left_us >= 0 && left_us < 1) left_us = 1;
         if (pc_engine_wait_for(ctx->engine, w->done, w->arg, left_us)) break;
         double now = now_s();
+        if (t0 < 0) t0 = now - next; /* the first wait lasted at least `next` */
         if (timeout > 0 && now >= t0 + timeout) {
             if (probe(ctx, w, report, sizeof report)) break;
             status = pc_error(PCOLL_ERR_TIMEOUT, w->fn, "gave up after %.3g s (PCOLL_TIMEOUT_S): %s", now - t0,

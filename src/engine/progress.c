@@ -700,13 +700,18 @@ int pc_engine_post_quiet(pc_engine_t *e, pc_task_fn fn, void *arg) { return post
 /* The calling application thread progresses the engine until pred holds or
  * the deadline passes (< 0: none), sleeping on the doorbell in place of the
  * progress thread.  Returns 1 when pred holds. */
-static int app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg, double deadline)
+static int app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us, double *deadline_p)
 {
     driver_t d;
     driver_init(e, &d);
-    for (;;) {
+    if (timeout_us >= 0 && *deadline_p < 0) *deadline_p = d.last_work + timeout_us; /* the clock just read */
+    const double deadline = *deadline_p;
+    for (unsigned busy = 0;;) {
         int did = look(e, &d);
         if (pred(arg)) return 1;
+        /* the deadline is checked when idle, and every 64th busy look (a
+         * call that completes while work flows reads no clock here) */
+        if (did && (deadline < 0 || ++busy % 64)) continue;
         double now = now_us();
         if (deadline >= 0 && now >= deadline) return 0;
         if (did) continue;
@@ -773,17 +778,24 @@ static void wait_notified(pc_engine_t *e, pc_pred_fn pred, void *arg, double dea
 
 int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us)
 {
-    double deadline = timeout_us < 0 ? -1.0 : now_us() + timeout_us;
+    /* the deadline is set from the first clock reading the wait needs
+     * anyway: a wait that completes at once reads the clock no more often
+     * than one without a deadline */
+    double deadline = -1.0;
     int ok = 1;
     while (!pred(arg)) {
-        if (deadline >= 0 && now_us() >= deadline) {
-            ok = 0;
-            break;
-        }
         if (app_takes_token(e)) {
-            ok = app_drives(e, pred, arg, deadline);
+            ok = app_drives(e, pred, arg, timeout_us, &deadline);
             app_gives_token(e);
             break;
+        }
+        if (timeout_us >= 0) {
+            double now = now_us();
+            if (deadline < 0) deadline = now + timeout_us;
+            if (now >= deadline) {
+                ok = 0;
+                break;
+            }
         }
         /* tasks queued and keys marked quietly for this wait: the holder
          * runs them */
