@@ -16,9 +16,13 @@
 #   scripts/demo.sh --smoke    a tiny variant for `make test` (seconds)
 #
 # Environment: BUILD (build directory, default build), MPIRUN (launcher and its
-# flags), DEMO_NP (ranks, 4), DEMO_ALGOS ("mpi solo majority"), DEMO_EPOCHS
-# (12), DEMO_DELAY_MS (skip the measurement), DEMO_TARGET (0.88), DEMO_OUT
-# (output directory, default results/demo; smoke: $BUILD/demo-smoke),
+# flags), DEMO_NP (ranks, 4), DEMO_ALGOS ("mpi solo majority"; any --algo, e.g.
+# "mpi majority wagma:4"), DEMO_EPOCHS (12), DEMO_DELAY_MS (skip the
+# measurement), DEMO_IMBALANCE (the --imbalance spec, in which STEP stands for
+# the step time in ms; default random:1:STEP, e.g. slow:3:2 or dist:STEP:STEP),
+# DEMO_REPEATS (runs of every algorithm, taking turns; the table gives medians,
+# speedups against the mpi run of the same turn; default 1), DEMO_TARGET (0.88),
+# DEMO_OUT (output directory, default results/demo; smoke: $BUILD/demo-smoke),
 # DEMO_ARGS (more pcoll-train flags, e.g. "--lr 0.05 --batch 64").
 set -eu
 
@@ -26,7 +30,7 @@ smoke=0
 for arg in "$@"; do
     case "$arg" in
         --smoke) smoke=1 ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "demo.sh: unknown argument \"$arg\" (--smoke, --help)" >&2; exit 2 ;;
     esac
 done
@@ -43,6 +47,8 @@ command -v "${MPIRUN%% *}" >/dev/null 2>&1 || { echo "demo.sh: launcher \"${MPIR
 
 np=${DEMO_NP:-4}
 algos=${DEMO_ALGOS:-"mpi solo majority"}
+repeats=${DEMO_REPEATS:-1}
+case "$repeats" in '' | *[!0-9]* | 0) echo "demo.sh: DEMO_REPEATS \"$repeats\" is not a whole number >= 1" >&2; exit 2 ;; esac
 # pcoll-train's defaults otherwise (batch 32 per rank, lr 0.02 with cosine
 # decay, momentum 0.9): 12 epochs reach ~89% and keep the three runs near
 # 4 minutes on 2 idle cores
@@ -78,42 +84,64 @@ if [ -z "$delay" ]; then
     step_ms=$(awk -v s="$(json_get steps "$out/calibrate.json")" -v w="$(json_get wall_s "$out/calibrate.json")" \
         'BEGIN { printf "%.1f", 1000 * w / s }')
     delay=$step_ms
-    echo "normal step (mpi, no imbalance): $step_ms ms -> injected delay $delay ms in one random rank per step"
-else
-    echo "injected delay: $delay ms in one random rank per step"
+    echo "normal step (mpi, no imbalance): $step_ms ms"
 fi
-imbalance="random:1:$delay"
+imbalance=$(printf '%s' "${DEMO_IMBALANCE:-random:1:STEP}" | sed "s/STEP/$delay/g")
+echo "imbalance: --imbalance $imbalance"
 target=${DEMO_TARGET:-0.88}
 
+# run i of an algorithm: $out/ALGO.json (the first) or $out/ALGO.rI.json
+name() { if [ "$2" -eq 1 ]; then echo "$out/$1"; else echo "$out/$1.r$2"; fi; }
+
 ran=""
-for algo in $algos; do
-    echo "-- $algo: $epochs epochs, --imbalance $imbalance"
-    log="$out/$algo.txt"
-    # shellcheck disable=SC2086
-    if ! run --algo "$algo" --epochs "$epochs" --imbalance "$imbalance" --target "$target" $extra ${DEMO_ARGS:-} \
-        --csv "$out/$algo.csv" --json "$out/$algo.json" >"$log" 2>&1; then
-        cat "$log" >&2
-        echo "demo.sh: the $algo run failed (log: $log)" >&2
-        exit 1
-    fi
-    grep '^final:' "$log" | sed 's/^/   /'
-    ran="$ran $algo"
+for i in $(seq 1 "$repeats"); do
+    for algo in $algos; do
+        f=$(name "$algo" "$i")
+        echo "-- $algo: $epochs epochs, --imbalance $imbalance$([ "$repeats" -gt 1 ] && echo ", run $i of $repeats")"
+        # shellcheck disable=SC2086
+        if ! run --algo "$algo" --epochs "$epochs" --imbalance "$imbalance" --target "$target" $extra ${DEMO_ARGS:-} \
+            --csv "$f.csv" --json "$f.json" >"$f.txt" 2>&1; then
+            cat "$f.txt" >&2
+            echo "demo.sh: the $algo run failed (log: $f.txt)" >&2
+            exit 1
+        fi
+        grep '^final:' "$f.txt" | sed 's/^/   /'
+        [ "$i" -eq 1 ] && ran="$ran $algo"
+    done
 done
 [ -n "$ran" ] || { echo "demo.sh: nothing ran" >&2; exit 1; }
 
+# the median of the values on stdin, null (a target not reached) counting as
+# infinite; "-" if the median is infinite
+median() {
+    sed 's/^null$/inf/' | sort -g | awk '{ v[NR] = $1 }
+        END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              if (NR == 0 || m == "inf" || m + 0 > 1e300) print "-"; else print m }'
+}
+# one field of every run of an algorithm, a line each
+runs_of() {
+    for i in $(seq 1 "$repeats"); do json_get "$2" "$(name "$1" "$i").json"; done
+}
+
 echo
-mpi_rate=""
-[ -f "$out/mpi.json" ] && case " $ran " in *" mpi "*) mpi_rate=$(json_get steps_per_s "$out/mpi.json") ;; esac
+[ "$repeats" -gt 1 ] && echo "medians of $repeats runs; speedup: steps/s over the mpi run of the same turn" | tee "$out/table.txt"
+[ "$repeats" -gt 1 ] || : >"$out/table.txt"
 printf '%-10s %9s %16s %9s %14s %12s\n' algo steps/s "speedup vs mpi" wall_s test_accuracy \
-    "t_$target"_s | tee "$out/table.txt"
+    "t_$target"_s | tee -a "$out/table.txt"
 for algo in $ran; do
-    j="$out/$algo.json"
-    rate=$(json_get steps_per_s "$j")
-    speedup=$(awk -v r="$rate" -v m="$mpi_rate" 'BEGIN { if (m == "") print "-"; else printf "%.2fx", r / m }')
-    ttt=$(json_get time_to_target_s "$j")
-    if [ "$ttt" = null ]; then ttt="-"; else ttt=$(printf '%.1f' "$ttt"); fi
-    printf '%-10s %9.1f %16s %9.1f %14.4f %12s\n' "$algo" "$rate" "$speedup" "$(json_get wall_s "$j")" \
-        "$(json_get test_accuracy "$j")" "$ttt" | tee -a "$out/table.txt"
+    rate=$(runs_of "$algo" steps_per_s | median)
+    speedup="-"
+    case " $ran " in *" mpi "*)
+        speedup=$(for i in $(seq 1 "$repeats"); do
+            awk -v r="$(json_get steps_per_s "$(name "$algo" "$i").json")" \
+                -v m="$(json_get steps_per_s "$(name mpi "$i").json")" 'BEGIN { print r / m }'
+        done | median)
+        speedup=$(printf '%.2fx' "$speedup") ;;
+    esac
+    ttt=$(runs_of "$algo" time_to_target_s | median)
+    [ "$ttt" = "-" ] || ttt=$(printf '%.1f' "$ttt")
+    printf '%-10s %9.1f %16s %9.1f %14.4f %12s\n' "$algo" "$rate" "$speedup" "$(runs_of "$algo" wall_s | median)" \
+        "$(runs_of "$algo" test_accuracy | median)" "$ttt" | tee -a "$out/table.txt"
 done
 
 svg="$out/accuracy.svg"
@@ -128,7 +156,7 @@ set output '$svg'
 set datafile separator ','
 set key bottom right
 set grid
-set title "Fashion-MNIST MLP, $np ranks, one random rank per step delayed $delay ms"
+set title "Fashion-MNIST MLP, $np ranks, --imbalance $imbalance (first run of each)"
 set xlabel 'wall time (s)'
 set ylabel 'test accuracy'
 plot $plot
