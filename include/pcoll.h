@@ -304,8 +304,6 @@ typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
 typedef struct pcoll_partial_config {
     pcoll_partial_kind_t kind;
     int quorum;                /* QUORUM: ranks needed, 1 <= quorum <= P      */
-    int group_size;            /* GROUP: S >= 2 ranks per group (S >= P: one
-                                  group of all); 0 = max(2, round(sqrt(P)))  */
     pcoll_contrib_mode_t mode;
     int sync_every;            /* tau: every tau-th round is synchronous
                                   (all ranks arrive); 0 = never.  Then no
@@ -321,6 +319,8 @@ typedef struct pcoll_partial_config {
                                   on (see pcoll_partial_set_observer); NULL:
                                   none                                        */
     void *observer_arg;
+    int group_size;            /* GROUP: S >= 2 ranks per group (S >= P: one
+                                  group of all); 0 = max(2, round(sqrt(P)))  */
 } pcoll_partial_config_t;
 
 /* SOLO, ACCUMULATE, quorum 1, group_size 0, sync_every 0, seed 1, no
@@ -345,7 +345,6 @@ typedef struct pcoll_partial_info {
     uint64_t contributions; /* contributions summed into the covered rounds
                                (ACCUMULATE: calls; REPLACE: one per rank that
                                has contributed at least once)                */
-    uint64_t last_contributions; /* the same, of the last round only          */
     int own_included;       /* this call's contribution is in the result      */
     int root;               /* rank that started the last round               */
     int synchronous;        /* the last round was synchronous (tau or flush)  */
@@ -356,6 +355,7 @@ typedef struct pcoll_partial_info {
                                this rank's group (GROUP), else all ranks      */
     const int *group;       /* their ranks, increasing; valid until the next
                                call on the object (NULL when rounds == 0)     */
+    uint64_t last_contributions; /* contributions summed into the last round   */
 } pcoll_partial_info_t;
 
 /* Collective over the context (every rank, same order, same arguments).
@@ -379,6 +379,14 @@ PCOLL_API int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dty
  */
 PCOLL_API int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *out,
                             pcoll_partial_info_t *info);
+
+/* Local: step 1 of pcoll_partial_allreduce alone.  contribution is added
+ * (ACCUMULATE) or copied (REPLACE) into the pending buffer, and the call
+ * returns at once: it starts no round, waits for none and delivers nothing.
+ * The next round that takes this rank's part takes it (e.g. before a
+ * flush: in REPLACE mode the flush then averages the current models, not
+ * the ones last given to pcoll_partial_allreduce). */
+PCOLL_API int pcoll_partial_deposit(pcoll_partial_t *p, const void *contribution);
 
 /* Collective: runs a synchronous round that takes every pending contribution
  * and returns, like pcoll_partial_allreduce, every round not yet delivered. */

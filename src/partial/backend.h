@@ -126,6 +126,9 @@ typedef struct pc_backend_ops {
     void (*close)(pc_backend_t *b);
     /* Stall report: what the data phase of round r waits for. */
     void (*describe)(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p);
+    /* The ranks whose parts round r (activated here) sums at this rank,
+     * into out (room for P); returns their number, or 0 for every rank. */
+    int (*members)(pc_backend_t *b, uint64_t r, int *out);
     /* 1 if this rank has given its part of round r (or r is done here). */
     int (*gave)(pc_backend_t *b, uint64_t r);
     /* 1 if activations travel from rank to rank (a stall report then asks

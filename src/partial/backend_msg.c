@@ -40,6 +40,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,8 +230,12 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
     }
     if (s->round != round) {
         if (s->activated && s->round >= atomic_load(&m->done)) {
-            pc_log(PCOLL_LOG_ERROR, "partial: activation of round %llu while round %llu is pending (bug)",
-                   (unsigned long long)round, (unsigned long long)s->round);
+            /* more rounds open than the policy's window: a bug, which fails
+             * the object (every call returns the error) rather than hang */
+            char what[160];
+            snprintf(what, sizeof what, "activation of round %llu while round %llu is open (internal error)",
+                     (unsigned long long)round, (unsigned long long)s->round);
+            env->failed(env->owner, PCOLL_ERR_INTERNAL, what);
             return -1;
         }
         unsigned char *bits = s->counted;
@@ -437,9 +442,21 @@ static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     int *peers = malloc(sizeof(int) * (size_t)env->P);
     if (!peers) return;
     int k = pc_sched_waiting_on(m->running_sched, peers, env->P);
+    /* the schedule's peers are positions in the round's members (every
+     * rank, or this rank's group) */
+    int group = m->running_sched != m->sched;
     for (int i = 0; i < k; i++)
-        pc_probe_fallback(p, peers[i], "its part of the round has not arrived (its progress thread may be stopped)");
+        pc_probe_fallback(p, group ? m->members[peers[i]] : peers[i],
+                          "its part of the round has not arrived (its progress thread may be stopped)");
     free(peers);
+}
+
+static int msg_members(pc_backend_t *b, uint64_t r, int *out)
+{
+    msg_backend_t *m = M(b);
+    const act_slot_t *s = &m->slot[r % (uint64_t)m->nslots];
+    if (s->round != r || !s->activated || !pc_policy_in_groups(&b->env.policy, r, s->flags)) return 0;
+    return pc_policy_members(&b->env.policy, r, s->flags, b->env.me, out);
 }
 
 static int msg_gave(pc_backend_t *b, uint64_t r)
@@ -478,6 +495,7 @@ static const pc_backend_ops_t msg_ops = {
     .message = msg_message,
     .close = msg_close,
     .describe = msg_describe,
+    .members = msg_members,
     .gave = msg_gave,
     .forwards = 1,
     .destroy = msg_destroy,

@@ -432,7 +432,10 @@ void pc_driver_describe(pcoll_partial_t *p, int type, uint64_t round, pc_stall_p
         if (!p->be->ops->gave(p->be, round))
             pc_probe_suspect(probe, p->me, "this rank has not given its part yet", PC_WHY_PATH);
         q.what = Q_DATA;
-        pc_probe_ask(probe, NULL, 0, &q, NULL, 0, "has not given its part of the round", PC_WHY_PATH);
+        /* a group round waits for its members only */
+        int n = p->be->ops->members ? p->be->ops->members(p->be, round, p->scratch) : 0;
+        pc_probe_ask(probe, n > 0 ? p->scratch : NULL, n, &q, NULL, 0, "has not given its part of the round",
+                     PC_WHY_PATH);
         p->be->ops->describe(p->be, round, probe);
         return;
     }

@@ -42,7 +42,8 @@ struct pcoll_partial {
     uint64_t id;         /* the context's object id (the same at every rank) */
     size_t bitmap_bytes; /* (P + 7) / 8 */
     int needs_park;      /* rounds can wait for other ranks' arrivals:
-                            MAJORITY, QUORUM, or sync_every > 0 */
+                            MAJORITY, QUORUM, or sync_every > 0 (flush and
+                            free rounds count only ranks that call them) */
     pc_object_link_t link;
     pc_backend_t *be;    /* the data phase */
 
@@ -67,6 +68,7 @@ struct pcoll_partial {
     int *scratch;                /* (H) P ints for the policy */
     int *round_group;            /* (H) P ints: a completed round's members */
     int *group;                  /* application: the last round's members (info.group) */
+    int group_all;               /* application: group lists every rank */
     int is_leader;
     pc_leader_t leader;          /* (H) at PC_LEADER */
     pc_park_watch_t watch;       /* (H) at PC_LEADER, when needs_park */

@@ -310,7 +310,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         p->observer = cfg->observer;
         p->observer_arg = cfg->observer_arg;
         p->bitmap_bytes = ((size_t)p->P + 7) / 8;
-        p->needs_park = cfg->kind != PCOLL_PARTIAL_SOLO || cfg->sync_every > 0;
+        p->needs_park = cfg->kind == PCOLL_PARTIAL_MAJORITY || cfg->kind == PCOLL_PARTIAL_QUORUM || cfg->sync_every > 0;
         p->is_leader = p->me == PC_LEADER;
         pthread_mutex_init(&p->lock, NULL);
         pc_fault_clear(&p->fault);
@@ -497,8 +497,16 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
         info->group_size = 0;
         info->group = NULL;
         if (m.rounds > 0) {
-            info->group_size =
-                pc_policy_members(&p->policy, m.last, m.sync_last ? PC_ROUND_SYNC : 0, p->me, p->group);
+            uint32_t flags = m.sync_last ? PC_ROUND_SYNC : 0;
+            if (pc_policy_in_groups(&p->policy, m.last, flags)) {
+                info->group_size = pc_policy_members(&p->policy, m.last, flags, p->me, p->group);
+                p->group_all = 0;
+            } else { /* every rank: listed once, not at every call */
+                if (!p->group_all)
+                    for (int r = 0; r < p->P; r++) p->group[r] = r;
+                p->group_all = 1;
+                info->group_size = p->P;
+            }
             info->group = p->group;
         }
     }
@@ -566,6 +574,24 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
     }
     if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
     take(p, out, info, taken, 0);
+    return leave(p, PCOLL_SUCCESS);
+}
+
+static int no_wait(void *arg, uint64_t taken)
+{
+    (void)arg;
+    (void)taken;
+    return 0;
+}
+
+int pcoll_partial_deposit(pcoll_partial_t *p, const void *contribution)
+{
+    static const char *fn = "pcoll_partial_deposit";
+    if (p && !contribution) return pc_error(PCOLL_ERR_NULL, fn, "contribution is NULL");
+    int rc = enter(p, fn);
+    if (rc != PCOLL_SUCCESS) return rc;
+    if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
+    (void)p->be->ops->contribute(p->be, contribution, no_wait, NULL);
     return leave(p, PCOLL_SUCCESS);
 }
 

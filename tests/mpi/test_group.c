@@ -13,11 +13,20 @@
  *     and every group (each counted once, by its smallest member) of
  *     element j equals rank j's number of calls, and the recorded per-round
  *     group sums add up to every contribution made;
- *   - info.group of a call is its last round's group.
- *   REPLACE (models): pcoll_partial_average keeps the sum of a group's
- *   models in every round where every member's fresh model was included
- *   (so the mean of all models, when all groups are), and leaves every rank
- *   with the same model after a flush.
+ *   - info.group of a call is its last round's group;
+ *   - drift: ranks complete group rounds with their group alone, but a rank
+ *     completes round r only after every rank completed r - D (D =
+ *     ceil(log_S P), the depth of the rotation): the round-completion times
+ *     of all ranks (one monotonic clock on one node) never show two ranks
+ *     more than D rounds apart.  The largest drift seen is printed; a run
+ *     without sleeps lets it grow.
+ *   REPLACE (models): pcoll_partial_average gives exactly sum / n when the
+ *   call's model was in the round and (sum + model) / (n + 1) when not,
+ *   keeps the sum of a group's models in every round where every member's
+ *   fresh model was included (so the mean of all models, when all groups
+ *   are), and leaves every rank with the same model after a deposit and a
+ *   flush: the mean of the current models; a rank that never contributed
+ *   adds zeros and is not counted.
  * Then bad arguments: group:1, group sizes that differ between ranks.
  */
 #include <math.h>
@@ -33,8 +42,9 @@ static pcoll_t *ctx;
 
 typedef struct rec {
     uint64_t round, checksum;
-    int sync, nmembers, members[64];
+    int sync, nmembers, *members;
     double *values; /* P + 1 elements of the result */
+    double t_us;    /* when the round completed here (CLOCK_MONOTONIC) */
 } rec_t;
 
 typedef struct run {
@@ -50,21 +60,54 @@ static uint64_t hash_bytes(const void *data, size_t n)
     return h;
 }
 
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* called on completion, before this rank gives its part of the next round:
+ * a round that needed this one is recorded later at any rank */
 static void observe(const pcoll_round_t *r, void *arg)
 {
+    double t = now_us();
     run_t *run = arg;
     if (run->nrecs == run->cap) {
         run->cap = run->cap ? 2 * run->cap : 256;
         run->recs = realloc(run->recs, sizeof *run->recs * (size_t)run->cap);
+        CHECK(run->recs);
     }
     rec_t *x = &run->recs[run->nrecs++];
     x->round = r->round;
+    x->t_us = t;
     x->checksum = hash_bytes(r->result, r->count * sizeof(double));
     x->sync = r->synchronous;
     x->nmembers = r->group_size;
-    for (int i = 0; i < r->group_size && i < 64; i++) x->members[i] = r->group[i];
+    x->members = malloc(sizeof(int) * (size_t)r->group_size);
     x->values = malloc(sizeof(double) * r->count);
+    CHECK(x->members && x->values);
+    memcpy(x->members, r->group, sizeof(int) * (size_t)r->group_size);
     memcpy(x->values, r->result, sizeof(double) * r->count);
+}
+
+/* The most rounds two ranks were apart: at every completion (rank a, round
+ * i), i + 1 against the rounds the slowest rank had completed by then. */
+static int max_drift(const double *t, int P, int n)
+{
+    int most = 0;
+    for (int a = 0; a < P; a++)
+        for (int i = 0; i < n; i++) {
+            double when = t[(size_t)a * (size_t)n + (size_t)i];
+            int slowest = n;
+            for (int b = 0; b < P; b++) {
+                int done = 0; /* rounds of b completed by `when`: times increase with the round */
+                while (done < n && t[(size_t)b * (size_t)n + (size_t)done] <= when) done++;
+                if (done < slowest) slowest = done;
+            }
+            if (i + 1 - slowest > most) most = i + 1 - slowest;
+        }
+    return most;
 }
 
 static void sleep_us(long us)
@@ -80,7 +123,7 @@ static int in_group(const int *m, int n, int r)
     return 0;
 }
 
-static void accumulate_run(int S, int tau, int calls, uint64_t seed)
+static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
 {
     int P = size;
     run_t run = {0};
@@ -108,7 +151,7 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed)
         c[rank] = 1;
         c[P] = rank + 1;
         weight += rank + 1;
-        long us = (long)(rng_next(&rng) % 1500) + (slow ? 1000 : 0);
+        long us = tight ? 0 : (long)(rng_next(&rng) % 1500) + (slow ? 1000 : 0);
         sleep_us(us);
         pcoll_partial_info_t info;
         CHECK_RC(pcoll_partial_allreduce(p, c, out, &info));
@@ -185,6 +228,22 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed)
         for (int i = 0; i < nrounds; i++) s += run.recs[i].values[k];
         CHECK(fabs(s - got[k]) < 1e-9);
     }
+    /* drift: never more than the rotation's depth (synchronous rounds
+     * only shorten it) */
+    double *times = malloc(sizeof(double) * (size_t)nrounds), *all_times = NULL;
+    CHECK(times);
+    for (int i = 0; i < nrounds; i++) times[i] = run.recs[i].t_us;
+    if (rank == 0) CHECK((all_times = malloc(sizeof(double) * (size_t)nrounds * (size_t)P)));
+    MPI_Gather(times, nrounds, MPI_DOUBLE, all_times, nrounds, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    int drift = 0, depth = 1;
+    for (long long v = S; v < P; v *= S) depth++;
+    if (rank == 0) {
+        drift = max_drift(all_times, P, nrounds);
+        CHECK_MSG(drift <= depth, "group:%d at %d ranks: two ranks were %d rounds apart, more than the depth %d", S,
+                  P, drift, depth);
+        free(all_times);
+    }
+    free(times);
     /* members agree: rank r's checksum of round i equals that of the
      * smallest member of r's group, which every rank's record names */
     int *firsts = malloc(sizeof(int) * (size_t)nrounds), *all_firsts = NULL;
@@ -201,13 +260,17 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed)
                           "round %d: ranks %d and %d of one group have different results", i, r, f);
                 compared += r != f;
             }
-        printf("group:%d tau %d at %d ranks: %d rounds, %ld member results compared, conservation exact\n", S, tau,
-               P, nrounds, compared);
+        printf("group:%d tau %d at %d ranks%s: %d rounds, %ld member results compared, conservation exact, ranks at "
+               "most %d rounds apart (depth %d)\n",
+               S, tau, P, tight ? " (no sleeps)" : "", nrounds, compared, drift, depth);
         free(all);
         free(all_firsts);
     }
     CHECK_RC(pcoll_partial_free(&p));
-    for (int i = 0; i < run.nrecs; i++) free(run.recs[i].values);
+    for (int i = 0; i < run.nrecs; i++) {
+        free(run.recs[i].values);
+        free(run.recs[i].members);
+    }
     free(run.recs);
     free(c);
     free(out);
@@ -237,24 +300,36 @@ static void replace_run(int S, int tau, int calls)
     cfg.mode = PCOLL_REPLACE;
     cfg.sync_every = tau;
     pcoll_partial_t *p;
-    const size_t n = 8;
-    CHECK_RC(pcoll_partial_create(ctx, n, PCOLL_FLOAT64, &cfg, &p));
-    double model[8], local[8];
-    for (size_t k = 0; k < n; k++) model[k] = rank * 10.0 + (double)k;
-    int kept = 0; /* groups whose models' sum was checked (at rank 0) */
+    enum { N = 8 };
+    CHECK_RC(pcoll_partial_create(ctx, N, PCOLL_FLOAT64, &cfg, &p));
+    double model[N], local[N], sum[N];
+    for (size_t k = 0; k < N; k++) model[k] = rank * 10.0 + (double)k;
+    int kept = 0;  /* groups whose models' sum was checked (at rank 0) */
+    long stale = 0; /* calls whose own model was not in the round */
     report_t *reports = malloc(sizeof(report_t) * (size_t)P);
-    for (int i = 0; i < calls; i++) {
+    CHECK(reports);
+    /* lockstep calls make all-fresh groups likely; a few more calls if none came */
+    for (int i = 0; i < calls || (kept == 0 && i < calls + 200); i++) {
         /* a local step: every rank moves its model by its own amount */
-        for (size_t k = 0; k < n; k++) local[k] = model[k] + 0.5 * (rank + 1);
+        for (size_t k = 0; k < N; k++) local[k] = model[k] + 0.5 * (rank + 1);
         MPI_Barrier(MPI_COMM_WORLD);
         pcoll_partial_info_t info;
         CHECK_RC(pcoll_partial_allreduce(p, local, model, &info));
+        memcpy(sum, model, sizeof sum);
         CHECK_RC(pcoll_partial_average(p, &info, local, model));
+        /* Algorithm 2 at this rank: sum / n, or (sum + local) / (n + 1) */
+        double n = (double)info.last_contributions;
+        for (size_t k = 0; k < N; k++) {
+            double want = info.rounds == 0 ? local[k] : info.own_included ? sum[k] / n : (sum[k] + local[k]) / (n + 1);
+            CHECK_MSG(fabs(model[k] - want) <= 1e-12 * fabs(want), "averaged %g, expected %g (own %d, n %g)", model[k],
+                      want, info.own_included, n);
+        }
+        stale += info.rounds > 0 && !info.own_included;
         /* per group: where every member's fresh model was in the round, the
          * members' new models sum to their fresh ones */
         report_t me = {(double)info.last_round, info.own_included && info.rounds == 1, info.group_size,
                        info.group[0], 0, 0};
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = 0; k < N; k++) {
             me.fresh_sum += local[k];
             me.new_sum += model[k];
         }
@@ -277,22 +352,70 @@ static void replace_run(int S, int tau, int calls)
                           "and average to a sum of %g", x->round, a, f, w);
                 kept++;
             }
+        MPI_Bcast(&kept, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
+    /* the end: each rank's current model deposited, then a flush averages
+     * them all, not the models last given to pcoll_partial_allreduce */
+    for (size_t k = 0; k < N; k++) local[k] = model[k] + rank; /* a last local step */
+    double mean[N];
+    MPI_Allreduce(local, mean, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     pcoll_partial_info_t info;
-    for (size_t k = 0; k < n; k++) local[k] = model[k];
+    CHECK_RC(pcoll_partial_deposit(p, local));
     CHECK_RC(pcoll_partial_flush(p, model, &info));
     CHECK(info.own_included && info.synchronous && info.last_contributions == (uint64_t)P);
     CHECK_RC(pcoll_partial_average(p, &info, local, model));
-    double lo[8], hi[8];
-    MPI_Allreduce(model, lo, (int)n, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(model, hi, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    for (size_t k = 0; k < n; k++) CHECK(hi[k] - lo[k] < 1e-9);
+    for (size_t k = 0; k < N; k++)
+        CHECK_MSG(fabs(model[k] - mean[k] / P) <= 1e-12 * fabs(mean[k]), "after deposit and flush: %g, the mean is %g",
+                  model[k], mean[k] / P);
+    long stale_all = 0;
+    MPI_Reduce(&stale, &stale_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("replace group:%d tau %d: the models' sum kept by %d groups whose members were all fresh, %d calls\n", S,
-               tau, kept, calls);
-        CHECK(kept > 0); /* lockstep calls: many groups are all fresh */
+        printf("replace group:%d tau %d: the averaging rule checked at every call (%ld with a stale own model), the "
+               "models' sum kept by %d all-fresh groups, the final flush averages the deposited models\n",
+               S, tau, stale_all, kept);
+        CHECK(kept > 0);
     }
     free(reports);
+    CHECK_RC(pcoll_partial_free(&p));
+}
+
+/* REPLACE: a rank that never contributes adds zeros and is not counted.
+ * Rank m's model is 2^m everywhere, so a sum names the ranks in it. */
+static void never_contributed(void)
+{
+    int P = size, silent = P - 1;
+    if (P < 3 || P > 30) return; /* a rank's model is a bit of an unsigned */
+    pcoll_partial_config_t cfg;
+    pcoll_partial_config_default(&cfg);
+    CHECK_RC(pcoll_partial_config_parse("group:2", &cfg));
+    cfg.mode = PCOLL_REPLACE;
+    pcoll_partial_t *p;
+    CHECK_RC(pcoll_partial_create(ctx, 4, PCOLL_FLOAT64, &cfg, &p));
+    double mine[4], out[4];
+    for (int k = 0; k < 4; k++) mine[k] = (double)(1u << rank);
+    long checked = 0;
+    for (int i = 0; rank != silent && i < 30; i++) {
+        pcoll_partial_info_t info;
+        CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
+        if (info.rounds == 0) continue;
+        unsigned bits = (unsigned)out[0], inside = 0;
+        int ones = 0;
+        for (int m = 0; m < info.group_size; m++) inside |= 1u << info.group[m];
+        for (unsigned b = bits; b; b &= b - 1) ones++;
+        CHECK_MSG(!(bits & (1u << silent)), "round %llu holds the silent rank's data", (unsigned long long)info.last_round);
+        CHECK_MSG((bits & ~inside) == 0, "round %llu holds data from outside its group", (unsigned long long)info.last_round);
+        CHECK_MSG((uint64_t)ones == info.last_contributions, "round %llu: %d ranks' models summed, %llu counted",
+                  (unsigned long long)info.last_round, ones, (unsigned long long)info.last_contributions);
+        checked += (inside >> silent) & 1;
+    }
+    pcoll_partial_info_t info;
+    CHECK_RC(pcoll_partial_flush(p, out, &info));
+    CHECK(info.last_contributions == (uint64_t)(P - 1));
+    CHECK_RC(pcoll_partial_average(p, &info, mine, out));
+    CHECK(fabs(out[0] - (double)((1u << (P - 1)) - 1) / (P - 1)) < 1e-12 * out[0]); /* the contributors' mean */
+    long all = 0;
+    MPI_Reduce(&checked, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("a rank that never contributed: zeros, not counted (%ld rounds of its groups checked)\n", all);
     CHECK_RC(pcoll_partial_free(&p));
 }
 
@@ -332,11 +455,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < 4; i++) {
         int S = sizes[i] < 2 ? 2 : sizes[i];
         if (i > 0 && S > size) continue;
-        accumulate_run(S, 0, calls, (uint64_t)i + 1);
-        accumulate_run(S, 5, calls, (uint64_t)i + 11);
+        accumulate_run(S, 0, calls, (uint64_t)i + 1, 0);
+        accumulate_run(S, 5, calls, (uint64_t)i + 11, 0);
     }
+    accumulate_run(2, 0, quick ? 300 : 1500, 21, 1); /* no sleeps: the ranks drift apart */
     replace_run(2, 0, quick ? 20 : 60);
     replace_run(size >= 4 ? 4 : 2, 10, quick ? 20 : 60);
+    never_contributed();
     bad_arguments();
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_group: %ld checks passed at rank 0\n", (long)tu_checks_);

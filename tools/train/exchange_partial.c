@@ -93,7 +93,9 @@ static int wagma_finish(exchange_t *ex, const float *model, float *out, exchange
 {
     partial_state_t *st = ex->impl;
     pcoll_partial_info_t pi;
-    int rc = pcoll_partial_flush(st->p, out, &pi);
+    /* the flush averages the current models, not the last ones exchanged */
+    int rc = pcoll_partial_deposit(st->p, model);
+    if (rc == PCOLL_SUCCESS) rc = pcoll_partial_flush(st->p, out, &pi);
     if (rc == PCOLL_SUCCESS) rc = pcoll_partial_average(st->p, &pi, model, out);
     if (rc != PCOLL_SUCCESS) return tr_fail("wagma: %s", pcoll_last_error());
     fill_info(&pi, info);
