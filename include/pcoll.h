@@ -274,9 +274,13 @@ typedef enum pcoll_contrib_mode {
     PCOLL_ACCUMULATE = 0, /* contributions add up until a round takes them,
                              results of all rounds since the last call are
                              summed into out (gradients: nothing is lost)     */
-    PCOLL_REPLACE = 1     /* a contribution replaces the previous one and
+    PCOLL_REPLACE = 1,    /* a contribution replaces the previous one and
                              stays until replaced; out is the latest round's
                              result (models)                                  */
+    PCOLL_AVERAGE = 2     /* REPLACE, and out is the new model by WAGMA-SGD's
+                             rule (as pcoll_partial_average, applied while
+                             the result is copied out: one pass less);
+                             float32 and float64 only                        */
 } pcoll_contrib_mode_t;
 
 /* One completed round, as seen by an observer. */
@@ -418,7 +422,8 @@ PCOLL_API int pcoll_partial_initiator(const pcoll_partial_t *p, uint64_t round);
 PCOLL_API int pcoll_partial_group_of(const pcoll_partial_t *p, uint64_t round, int *members, int *n);
 
 /* WAGMA-SGD's group model averaging (Algorithm 2 of Li et al., 2020), for a
- * REPLACE object whose contributions are models.  After
+ * REPLACE object whose contributions are models (a PCOLL_AVERAGE object
+ * applies it in the call itself).  After
  *   pcoll_partial_allreduce(p, local, model, &info)
  * it turns the sum in `model` into the new model:
  *   own model in the sum (info.own_included):  model = sum / n

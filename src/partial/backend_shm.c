@@ -10,18 +10,26 @@
  *          TAKING | cur                   record[r % 2]: root, flags, the
  *   pending[0], pending[1]  (cur: the       leader's bitmap of parked ranks
  *     one the application adds into)      parts[r % 2]: parts taken
- *   want: kick me once done >= want       result[r % 2]: record + sum
- *   consumed: results copied here
+ *   want: kick me once done >= want       result[r % 2]: record (+ the sum,
+ *   consumed: results copied here           unless GROUP)
+ *   GROUP objects: sum[0], sum[1]: the
+ *     sum of the group j leads (its
+ *     smallest member) in that slot's round
  *
  *   activate r (initiator / leader):  write record[r % 2], activated = r + 1
  *   take j's part of r (anyone, while j's application is not adding):
  *     flip j's cur, write the trailer (active = WAITING or counted as parked,
  *     contributions) into the old pending buffer: it is j's deposit for r
  *   the P-th part (or whoever finds the sum blocked and can do it):
- *     result[r % 2] = sum of the deposits, done = r + 1, kick every j whose
- *     want is due; round r + 1 next if activated
- *   rank j, when kicked: copy result[c % 2] for each round c < done it has
- *     not completed, consumed = c + 1 (env.completed)
+ *     result[r % 2] = the record and the sum of the deposits (GROUP: each
+ *     group's sum into its leader's sum[r % 2]), done = r + 1, kick every j
+ *     whose want is due; round r + 1 next if activated
+ *   rank j, when kicked: copy its round's sum (its group's) for each round
+ *     c < done it has not completed, consumed = c + 1 (env.completed)
+ *
+ * Group rounds (WAGMA) run here like the others, one after the other: a
+ * round's parts are taken by whoever comes, so nobody waits for a rank
+ * whose application is late, and the summer adds each group's parts apart.
  *
  * Only one round is taken at a time (round r's parts only once r - 1 is
  * done), and at most two are activated and not done (a flush or free round
@@ -57,8 +65,10 @@ enum { ST_CUR = 1, ST_ADDING = 2, ST_TAKING = 4, ST_WAITING = 8, ST_SHIFT = 4 };
 /* the head of every rank's segment */
 typedef struct rank_ctl {
     atomic_ullong state;
-    uint64_t held[2]; /* contributions pending buffer b holds (0: it is zero)
-                         -- written by whoever has ADDING or TAKING set */
+    uint64_t held[2]; /* ACCUMULATE: contributions pending buffer b holds
+                         (0: it is zero); REPLACE: the number of the
+                         contribution it holds (0: none; the larger is the
+                         latest) -- written by whoever has ADDING or TAKING */
     uint32_t deposit[2]; /* the buffer taken for the slot's round */
     char pad1[LINE - sizeof(atomic_ullong) - 2 * sizeof(uint64_t) - 2 * sizeof(uint32_t)];
     atomic_ullong want;     /* kick once done >= want (0: never) */
@@ -96,7 +106,10 @@ typedef struct shm_backend {
     size_t data_bytes; /* count elements */
     size_t stride, rec_bytes;
     node_ctl_t *nc;
-    unsigned char *record[2], *result[2]; /* result: a record, then the sum */
+    unsigned char *record[2], *result[2]; /* result: a record, then the sum (not GROUP) */
+    int grouped;      /* GROUP: sums per group, in the leaders' segments */
+    int *sum_members; /* the summer's (one at a time: rounds are summed in order) */
+    int *own_members; /* the token holder's */
     /* token holder */
     uint64_t completed; /* rounds handed to the driver */
     int closed;
@@ -110,6 +123,23 @@ static rank_ctl_t *ctl_of(const shm_backend_t *s, int rank) { return s->mem.seg[
 static unsigned char *pending_of(const shm_backend_t *s, int rank, int b)
 {
     return (unsigned char *)s->mem.seg[rank] + sizeof(rank_ctl_t) + (size_t)b * s->stride;
+}
+
+/* The sum of the round in `slot` that `leader`'s group shares (leader 0
+ * and the one sum when rounds are not in groups). */
+static unsigned char *sum_of(const shm_backend_t *s, int leader, int slot)
+{
+    return s->grouped ? pending_of(s, leader, 2 + slot) : s->result[slot] + s->rec_bytes;
+}
+
+/* The smallest member of rank j's group in round r (activated with flags),
+ * members: room for P; 0 when the round sums every rank. */
+static int leader_of(const shm_backend_t *s, uint64_t r, uint32_t flags, int j, int *members)
+{
+    const pc_policy_t *pol = &s->base.env.policy;
+    if (!s->grouped || !pc_policy_in_groups(pol, r, flags)) return 0;
+    (void)pc_policy_members(pol, r, flags, j, members);
+    return members[0];
 }
 
 static int bit_of(const shm_backend_t *s, const unsigned char *rec, int rank)
@@ -157,7 +187,10 @@ static uint64_t shm_contribute(pc_backend_t *b, const void *contribution, int (*
             pc_reduce_sum(dst, dst, contribution, env->count, env->dtype);
         else
             memcpy(dst, contribution, s->data_bytes);
-        c->held[bi]++;
+        if (env->mode == PCOLL_ACCUMULATE)
+            c->held[bi]++;
+        else
+            c->held[bi] = (c->held[0] > c->held[1] ? c->held[0] : c->held[1]) + 1;
     }
     uint64_t taken = st >> ST_SHIFT;
     uint64_t set = choose(arg, taken) ? ST_WAITING : 0;
@@ -204,24 +237,31 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
     do {
         if ((st >> ST_SHIFT) != r || (st & (ST_ADDING | ST_TAKING))) return 0;
     } while (!atomic_compare_exchange_weak(&c->state, &st, st | ST_TAKING));
-    int bi = (int)(st & ST_CUR);
-    unsigned char *dep = pending_of(s, j, bi);
-    uint64_t held = c->held[bi];
-    int64_t contributions = (int64_t)held;
-    if (held == 0) memset(dep, 0, s->data_bytes);
-    if (env->mode == PCOLL_REPLACE) { /* the latest contribution stays pending */
-        memcpy(pending_of(s, j, !bi), dep, s->data_bytes);
-        c->held[!bi] = held;
-        contributions = held > 0; /* a rank that never contributed adds zeros */
+    int now = (int)(st & ST_CUR), bi = now, next = !now;
+    int64_t contributions;
+    if (env->mode != PCOLL_ACCUMULATE) {
+        /* the latest contribution stays pending, without a copy: the
+         * current buffer if one was made since the last take (the
+         * application writes the other from now on), else the last deposit
+         * again, as it is (its round was summed before this round's parts
+         * are taken) and the application keeps its buffer */
+        if (c->held[!now] > c->held[now]) {
+            bi = !now;
+            next = now;
+        }
+        contributions = c->held[bi] > 0; /* a rank that never contributed adds zeros */
     } else {
+        contributions = (int64_t)c->held[bi];
         c->held[!bi] = 0;
     }
+    unsigned char *dep = pending_of(s, j, bi);
+    if (c->held[bi] == 0) memset(dep, 0, s->data_bytes);
     int active = (st & ST_WAITING) || bit_of(s, s->record[r % 2], j);
     pc_trailer_set(env, dep, active, contributions);
     c->deposit[r % 2] = (uint32_t)bi;
-    /* release: taken + 1, the other buffer is pending; WAITING as it is now */
+    /* release: taken + 1, `next` is the application's; WAITING as it is now */
     uint64_t cur = st | ST_TAKING;
-    while (!atomic_compare_exchange_weak(&c->state, &cur, ((r + 1) << ST_SHIFT) | (cur & ST_WAITING) | (uint64_t)!bi)) {
+    while (!atomic_compare_exchange_weak(&c->state, &cur, ((r + 1) << ST_SHIFT) | (cur & ST_WAITING) | (uint64_t)next)) {
     }
     atomic_fetch_add(&s->nc->parts[r % 2], 1);
     return 1;
@@ -253,13 +293,33 @@ static int try_sum(shm_backend_t *s, uint64_t r)
      * or TAKING bit that a release on the state cleared (the takes since are
      * read-modify-writes: the release sequence goes on) */
     for (int j = 0; j < s->P; j++) (void)atomic_load(&ctl_of(s, j)->state);
-    unsigned char *res = s->result[slot], *sum = res + s->rec_bytes;
-    memcpy(res, s->record[slot], s->rec_bytes);
-    const void *first = pending_of(s, 0, (int)ctl_of(s, 0)->deposit[slot]);
-    const void *second = pending_of(s, 1, (int)ctl_of(s, 1)->deposit[slot]);
-    pc_reduce_sum(sum, first, second, env->count + 2, env->dtype);
-    for (int j = 2; j < s->P; j++)
-        pc_reduce_sum(sum, sum, pending_of(s, j, (int)ctl_of(s, j)->deposit[slot]), env->count + 2, env->dtype);
+    memcpy(s->result[slot], s->record[slot], s->rec_bytes);
+    uint32_t flags = ((const record_t *)s->record[slot])->flags;
+    /* one sum per group: each led by its smallest member (one group of all
+     * unless a GROUP round) */
+    int *m = s->sum_members;
+    for (int lead = 0; lead < s->P; lead++) {
+        int n = s->P;
+        if (s->grouped && pc_policy_in_groups(&env->policy, r, flags)) {
+            n = pc_policy_members(&env->policy, r, flags, lead, m);
+            if (m[0] != lead) continue; /* summed with its leader's group */
+        } else if (lead > 0) {
+            break;
+        } else {
+            for (int j = 0; j < s->P; j++) m[j] = j;
+        }
+        unsigned char *sum = sum_of(s, lead, slot);
+        const void *first = pending_of(s, m[0], (int)ctl_of(s, m[0])->deposit[slot]);
+        if (n == 1) {
+            memcpy(sum, first, env->bytes);
+            continue;
+        }
+        pc_reduce_sum(sum, first, pending_of(s, m[1], (int)ctl_of(s, m[1])->deposit[slot]), env->count + 2,
+                      env->dtype);
+        for (int i = 2; i < n; i++)
+            pc_reduce_sum(sum, sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]), env->count + 2,
+                          env->dtype);
+    }
     atomic_store(&nc->parts[slot], 0); /* for round r + 2 */
     /* seq_cst store, then seq_cst loads of want: a rank either sees done or
      * is seen here (it stores want before it looks at done) */
@@ -297,11 +357,10 @@ static void consume(shm_backend_t *s, uint64_t c, void *buf, int *root, uint32_t
     if (h->round != c)
         pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
                (unsigned long long)h->round);
-    memcpy(buf, res + s->rec_bytes, s->base.env.bytes);
+    memcpy(buf, sum_of(s, leader_of(s, c, h->flags, s->me, s->own_members), (int)(c % 2)), s->base.env.bytes);
     *root = h->root;
     *flags = h->flags;
     *parked = bit_of(s, res, s->me);
-    atomic_store(&ctl_of(s, s->me)->consumed, c + 1); /* the slot may be summed into again */
 }
 
 /* The poller: completes here the rounds done in shared memory, in order,
@@ -324,6 +383,10 @@ static int poll_rounds(pc_engine_t *e, void *arg)
             uint64_t c = s->completed++;
             consume(s, c, buf, &root, &flags, &parked);
             env->completed(env->owner, c, buf, root, flags, parked); /* may close us (the last round) */
+            /* the slot may be summed into again: after the round's observer
+             * and delivery, so that whatever another rank sees of a later
+             * round comes after them */
+            atomic_store(&ctl_of(s, s->me)->consumed, c + 1);
             did++;
         }
         /* returns at once unless a round runs; a round it summed is
@@ -424,6 +487,8 @@ static void shm_destroy(pc_backend_t *b)
     shm_backend_t *s = S(b);
     pc_nodemem_destroy(&s->mem);
     pc_engine_key_free(b->env.engine, s->key);
+    free(s->sum_members);
+    free(s->own_members);
     free(s);
 }
 
@@ -449,10 +514,26 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
     *out = NULL;
     shm_backend_t *s = calloc(1, sizeof *s);
     int P = env->P, me = env->me;
+    /* GROUP objects whose groups are smaller than P: a sum per group, kept
+     * by the group's leader */
+    int grouped = env->policy.kind == PCOLL_PARTIAL_GROUP && env->policy.group_size < P;
+    if (s) {
+        s->sum_members = malloc(sizeof(int) * (size_t)P);
+        s->own_members = malloc(sizeof(int) * (size_t)P);
+        if (!s->sum_members || !s->own_members) { /* the collective steps below still run, saying no */
+            free(s->sum_members);
+            free(s->own_members);
+            free(s);
+            s = NULL;
+        }
+    }
     size_t stride = ROUND_UP(env->bytes), rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
     /* rank 0's segment also holds the rounds' state, records and results
-     * (zeroed: nothing activated) */
-    size_t mine = sizeof(rank_ctl_t) + 2 * stride + (me == 0 ? sizeof(node_ctl_t) + 4 * rec_bytes + 2 * stride : 0);
+     * (zeroed: nothing activated); a GROUP object's ranks hold the sums of
+     * the groups they lead */
+    size_t sums = grouped ? 2 * stride : 0;
+    size_t mine = sizeof(rank_ctl_t) + 2 * stride + sums +
+                  (me == 0 ? sizeof(node_ctl_t) + 4 * rec_bytes + (grouped ? 0 : 2 * stride) : 0);
     /* rounds here rely on kicks: only with every rank's doorbell at hand,
      * and with a key that every rank allocates alike (checked below) */
     int key = use && s ? pc_engine_key_alloc(env->engine) : -1;
@@ -467,6 +548,10 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
     if (!all) {
         if (made) pc_nodemem_destroy(&mem);
         if (key >= 0) pc_engine_key_free(env->engine, key);
+        if (s) {
+            free(s->sum_members);
+            free(s->own_members);
+        }
         free(s);
         return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : PCOLL_ERR_MPI;
     }
@@ -479,11 +564,12 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
     s->data_bytes = env->count * env->esize;
     s->stride = stride;
     s->rec_bytes = rec_bytes;
-    s->nc = (node_ctl_t *)pending_of(s, 0, 2);
+    s->grouped = grouped;
+    s->nc = (node_ctl_t *)pending_of(s, 0, grouped ? 4 : 2);
     s->record[0] = (unsigned char *)(s->nc + 1);
     s->record[1] = s->record[0] + rec_bytes;
     s->result[0] = s->record[1] + rec_bytes;
-    s->result[1] = s->result[0] + rec_bytes + stride;
+    s->result[1] = s->result[0] + rec_bytes + (grouped ? 0 : stride);
     *out = &s->base;
     return PCOLL_SUCCESS;
 }

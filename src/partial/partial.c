@@ -124,6 +124,26 @@ static void average(pcoll_dtype_t dtype, size_t count, const void *sum, const vo
         AVERAGE(double);
 }
 
+/* Algorithm 2's rule: model = sum / n when the call's own model is in the
+ * sum, else (sum + local) / (n + 1); with no sum (nothing delivered, or
+ * nobody had contributed), model = local (zeros without one).  sum may be
+ * model. */
+static void average_rule(const pcoll_partial_t *p, uint64_t rounds, uint64_t n, int own, const void *sum,
+                         const void *local, void *model)
+{
+    size_t bytes = p->count * p->esize;
+    if (rounds == 0 || n == 0) {
+        if (!local)
+            memset(model, 0, bytes);
+        else if (model != local)
+            memmove(model, local, bytes);
+    } else if (own || !local) {
+        average(p->dtype, p->count, sum, NULL, (double)n, model);
+    } else {
+        average(p->dtype, p->count, sum, local, (double)n + 1, model);
+    }
+}
+
 int pcoll_partial_average(const pcoll_partial_t *p, const pcoll_partial_info_t *info, const void *local, void *model)
 {
     if (!p || !info || !local || !model)
@@ -132,17 +152,10 @@ int pcoll_partial_average(const pcoll_partial_t *p, const pcoll_partial_info_t *
         return PC_ERR(PCOLL_ERR_DTYPE, "the object's type is %s; model averaging needs float32 or float64",
                       pcoll_dtype_name(p->dtype));
     if (p->cfg.mode != PCOLL_REPLACE)
-        return PC_ERR(PCOLL_ERR_ARG, "the object is in ACCUMULATE mode; model averaging needs REPLACE (models)");
-    size_t bytes = p->count * p->esize;
-    if (info->rounds == 0 || info->last_contributions == 0) { /* nothing to average with */
-        if (model != local) memmove(model, local, bytes);
-        return PCOLL_SUCCESS;
-    }
-    double n = (double)info->last_contributions;
-    if (info->own_included)
-        average(p->dtype, p->count, model, NULL, n, model);
-    else
-        average(p->dtype, p->count, model, local, n + 1, model);
+        return PC_ERR(PCOLL_ERR_ARG, "the object is in %s mode; pcoll_partial_average needs REPLACE (a PCOLL_AVERAGE "
+                                     "object averages in the call itself)",
+                      p->cfg.mode == PCOLL_ACCUMULATE ? "ACCUMULATE" : "AVERAGE");
+    average_rule(p, info->rounds, info->last_contributions, info->own_included, model, local, model);
     return PCOLL_SUCCESS;
 }
 
@@ -206,7 +219,7 @@ static const char *mode_text(int64_t v, char *buf, size_t len)
 {
     (void)buf;
     (void)len;
-    return v == PCOLL_ACCUMULATE ? "ACCUMULATE" : v == PCOLL_REPLACE ? "REPLACE" : "?";
+    return v == PCOLL_ACCUMULATE ? "ACCUMULATE" : v == PCOLL_REPLACE ? "REPLACE" : v == PCOLL_AVERAGE ? "AVERAGE" : "?";
 }
 
 enum { F_COUNT, F_DTYPE, F_KIND, F_QUORUM, F_GROUP, F_MODE, F_SYNC, F_SEED, F_CFG, F_P, NFIELDS };
@@ -245,9 +258,13 @@ static int check_args(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
         return *bad = F_QUORUM, pc_error(PCOLL_ERR_ARG, fn,
                                          "cfg->quorum is %d; it must be between 1 and the number of ranks (%d)",
                                          cfg->quorum, ctx->size);
-    if (cfg->mode != PCOLL_ACCUMULATE && cfg->mode != PCOLL_REPLACE)
-        return *bad = F_MODE, pc_error(PCOLL_ERR_ARG, fn, "cfg->mode %d is not PCOLL_ACCUMULATE or PCOLL_REPLACE",
+    if (cfg->mode != PCOLL_ACCUMULATE && cfg->mode != PCOLL_REPLACE && cfg->mode != PCOLL_AVERAGE)
+        return *bad = F_MODE, pc_error(PCOLL_ERR_ARG, fn,
+                                       "cfg->mode %d is not PCOLL_ACCUMULATE, PCOLL_REPLACE or PCOLL_AVERAGE",
                                        (int)cfg->mode);
+    if (cfg->mode == PCOLL_AVERAGE && dtype != PCOLL_FLOAT32 && dtype != PCOLL_FLOAT64)
+        return *bad = F_DTYPE, pc_error(PCOLL_ERR_DTYPE, fn, "PCOLL_AVERAGE needs float32 or float64, not %s",
+                                        pcoll_dtype_name(dtype));
     if (cfg->sync_every < 0)
         return *bad = F_SYNC, pc_error(PCOLL_ERR_ARG, fn, "cfg->sync_every is %d; it must be >= 0 (0: never)",
                                        cfg->sync_every);
@@ -344,9 +361,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     if (p) pc_driver_env(p, &env);
     pc_backend_t *be = NULL;
     if (p) {
-        /* (GROUP rounds sum inside groups: the message backend's schedules
-         * run on each group; node-shared memory has one sum per round) */
-        int use = rc == PCOLL_SUCCESS && count * es <= ctx->partial_shm_bytes && cfg->kind != PCOLL_PARTIAL_GROUP;
+        int use = rc == PCOLL_SUCCESS && count * es <= ctx->partial_shm_bytes;
         int brc = pc_backend_shm_create(&env, ctx->comm, use, &be);
         if (rc == PCOLL_SUCCESS && brc != PCOLL_SUCCESS)
             rc = pc_error(brc, fn, "cannot set up node-shared memory for the object");
@@ -455,7 +470,21 @@ static int leave(pcoll_partial_t *p, int rc)
  * is zero, whatever its bytes.  The call's contribution is in them when the
  * round `taken` (that took it) is: read under the same lock as the swap, as
  * a round may complete meanwhile (own: it is in them anyway). */
-static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint64_t taken, int own)
+/* What the application receives of delivered rounds d (m): their result,
+ * zeros for none, or for PCOLL_AVERAGE the averaged model. */
+static void copy_out(const pcoll_partial_t *p, void *out, const void *d, const pc_delivery_t *m, int own,
+                     const void *contribution)
+{
+    if (p->cfg.mode == PCOLL_AVERAGE)
+        average_rule(p, m->rounds, m->rounds ? m->contributions_last : 0, own, d, contribution, out);
+    else if (m->rounds > 0)
+        memcpy(out, d, p->count * p->esize);
+    else
+        memset(out, 0, p->count * p->esize);
+}
+
+static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint64_t taken, int own,
+                 const void *contribution)
 {
     void *fresh = pc_partial_buffer_get(p);
     pthread_mutex_lock(&p->lock);
@@ -466,19 +495,13 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
         p->delivered = fresh;
         memset(&p->dmeta, 0, sizeof p->dmeta);
     } else { /* no memory for a swap: copy under the lock instead */
-        if (m.rounds > 0)
-            memcpy(out, d, p->count * p->esize);
-        else
-            memset(out, 0, p->count * p->esize);
+        copy_out(p, out, d, &m, own, contribution);
         memset(&p->dmeta, 0, sizeof p->dmeta);
         d = NULL;
     }
     pthread_mutex_unlock(&p->lock);
     if (d) {
-        if (m.rounds > 0)
-            memcpy(out, d, p->count * p->esize);
-        else
-            memset(out, 0, p->count * p->esize);
+        copy_out(p, out, d, &m, own, contribution);
         pc_partial_buffer_put(p, d);
     }
     if (info) {
@@ -573,7 +596,7 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
         if (rc != PCOLL_SUCCESS) return leave(p, rc);
     }
     if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
-    take(p, out, info, taken, 0);
+    take(p, out, info, taken, 0, contribution);
     return leave(p, PCOLL_SUCCESS);
 }
 
@@ -617,7 +640,7 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
     if (rc == PCOLL_ERR_TIMEOUT) return leave(p, rc);
     p->be->ops->waiting(p->be, 0);
     if (rc != PCOLL_SUCCESS) return leave(p, rc);
-    take(p, out, info, 0, 1);
+    take(p, out, info, 0, 1, NULL);
     return leave(p, PCOLL_SUCCESS);
 }
 

@@ -138,7 +138,9 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
     cfg.observer_arg = &run;
     pcoll_partial_t *p;
     CHECK_RC(pcoll_partial_create(ctx, (size_t)P + 1, PCOLL_FLOAT64, &cfg, &p));
-    CHECK(strcmp(pcoll_partial_data_phase(p), "messages") == 0);
+    const char *phase = getenv("PCOLL_TEST_DATA_PHASE"); /* the one the test runs on, if it says */
+    if (phase && P > 1) CHECK(strcmp(pcoll_partial_data_phase(p), phase) == 0);
+    int shm = strcmp(pcoll_partial_data_phase(p), "shared-memory") == 0;
     size_t n = (size_t)P + 1;
     double *c = calloc(n, sizeof *c), *out = calloc(n, sizeof *out), *got = calloc(n, sizeof *got);
     rng_t rng;
@@ -228,8 +230,10 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
         for (int i = 0; i < nrounds; i++) s += run.recs[i].values[k];
         CHECK(fabs(s - got[k]) < 1e-9);
     }
-    /* drift: never more than the rotation's depth (synchronous rounds
-     * only shorten it) */
+    /* drift: with messages never more than the rotation's depth
+     * (synchronous rounds only shorten it); in node-shared memory rounds are
+     * summed one after the other, a round only once every rank copied the
+     * one two before it */
     double *times = malloc(sizeof(double) * (size_t)nrounds), *all_times = NULL;
     CHECK(times);
     for (int i = 0; i < nrounds; i++) times[i] = run.recs[i].t_us;
@@ -237,10 +241,11 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
     MPI_Gather(times, nrounds, MPI_DOUBLE, all_times, nrounds, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     int drift = 0, depth = 1;
     for (long long v = S; v < P; v *= S) depth++;
+    int bound = shm ? 2 : depth;
     if (rank == 0) {
         drift = max_drift(all_times, P, nrounds);
-        CHECK_MSG(drift <= depth, "group:%d at %d ranks: two ranks were %d rounds apart, more than the depth %d", S,
-                  P, drift, depth);
+        CHECK_MSG(drift <= bound, "group:%d at %d ranks (%s): two ranks were %d rounds apart, more than %d", S, P,
+                  shm ? "shared memory" : "messages", drift, bound);
         free(all_times);
     }
     free(times);
@@ -260,9 +265,9 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
                           "round %d: ranks %d and %d of one group have different results", i, r, f);
                 compared += r != f;
             }
-        printf("group:%d tau %d at %d ranks%s: %d rounds, %ld member results compared, conservation exact, ranks at "
-               "most %d rounds apart (depth %d)\n",
-               S, tau, P, tight ? " (no sleeps)" : "", nrounds, compared, drift, depth);
+        printf("group:%d tau %d at %d ranks%s, %s: %d rounds, %ld member results compared, conservation exact, ranks "
+               "at most %d rounds apart (bound %d)\n",
+               S, tau, P, tight ? " (no sleeps)" : "", pcoll_partial_data_phase(p), nrounds, compared, drift, bound);
         free(all);
         free(all_firsts);
     }
@@ -289,40 +294,49 @@ typedef struct report {
     double fresh_sum, new_sum;
 } report_t;
 
-/* REPLACE: models averaged with pcoll_partial_average */
-static void replace_run(int S, int tau, int calls)
+/* REPLACE: models averaged with pcoll_partial_average (avg = 0), or by the
+ * call itself (PCOLL_AVERAGE, avg = 1: the same rule, no sum to compare) */
+static void replace_run(int S, int tau, int calls, int avg)
 {
     int P = size;
     pcoll_partial_config_t cfg;
     pcoll_partial_config_default(&cfg);
     cfg.kind = PCOLL_PARTIAL_GROUP;
     cfg.group_size = S;
-    cfg.mode = PCOLL_REPLACE;
+    cfg.mode = avg ? PCOLL_AVERAGE : PCOLL_REPLACE;
     cfg.sync_every = tau;
     pcoll_partial_t *p;
     enum { N = 8 };
     CHECK_RC(pcoll_partial_create(ctx, N, PCOLL_FLOAT64, &cfg, &p));
+    /* All-fresh groups: synchronous rounds always are; with messages, lockstep
+     * calls make group rounds whose members all gave the call's model common.
+     * In node-shared memory the first caller takes every rank's part at once,
+     * so the others' parts are their previous models (own_included = 0). */
+    int expect_fresh = tau > 0 || strcmp(pcoll_partial_data_phase(p), "shared-memory") != 0;
     double model[N], local[N], sum[N];
     for (size_t k = 0; k < N; k++) model[k] = rank * 10.0 + (double)k;
     int kept = 0;  /* groups whose models' sum was checked (at rank 0) */
     long stale = 0; /* calls whose own model was not in the round */
     report_t *reports = malloc(sizeof(report_t) * (size_t)P);
     CHECK(reports);
-    /* lockstep calls make all-fresh groups likely; a few more calls if none came */
-    for (int i = 0; i < calls || (kept == 0 && i < calls + 200); i++) {
+    /* a few more calls if no all-fresh group came */
+    for (int i = 0; i < calls || (expect_fresh && kept == 0 && i < calls + 200); i++) {
         /* a local step: every rank moves its model by its own amount */
         for (size_t k = 0; k < N; k++) local[k] = model[k] + 0.5 * (rank + 1);
         MPI_Barrier(MPI_COMM_WORLD);
         pcoll_partial_info_t info;
         CHECK_RC(pcoll_partial_allreduce(p, local, model, &info));
-        memcpy(sum, model, sizeof sum);
-        CHECK_RC(pcoll_partial_average(p, &info, local, model));
-        /* Algorithm 2 at this rank: sum / n, or (sum + local) / (n + 1) */
-        double n = (double)info.last_contributions;
-        for (size_t k = 0; k < N; k++) {
-            double want = info.rounds == 0 ? local[k] : info.own_included ? sum[k] / n : (sum[k] + local[k]) / (n + 1);
-            CHECK_MSG(fabs(model[k] - want) <= 1e-12 * fabs(want), "averaged %g, expected %g (own %d, n %g)", model[k],
-                      want, info.own_included, n);
+        if (!avg) {
+            memcpy(sum, model, sizeof sum);
+            CHECK_RC(pcoll_partial_average(p, &info, local, model));
+            /* Algorithm 2 at this rank: sum / n, or (sum + local) / (n + 1) */
+            double n = (double)info.last_contributions;
+            for (size_t k = 0; k < N; k++) {
+                double want =
+                    info.rounds == 0 ? local[k] : info.own_included ? sum[k] / n : (sum[k] + local[k]) / (n + 1);
+                CHECK_MSG(fabs(model[k] - want) <= 1e-12 * fabs(want), "averaged %g, expected %g (own %d, n %g)",
+                          model[k], want, info.own_included, n);
+            }
         }
         stale += info.rounds > 0 && !info.own_included;
         /* per group: where every member's fresh model was in the round, the
@@ -363,17 +377,18 @@ static void replace_run(int S, int tau, int calls)
     CHECK_RC(pcoll_partial_deposit(p, local));
     CHECK_RC(pcoll_partial_flush(p, model, &info));
     CHECK(info.own_included && info.synchronous && info.last_contributions == (uint64_t)P);
-    CHECK_RC(pcoll_partial_average(p, &info, local, model));
+    if (!avg) CHECK_RC(pcoll_partial_average(p, &info, local, model));
     for (size_t k = 0; k < N; k++)
         CHECK_MSG(fabs(model[k] - mean[k] / P) <= 1e-12 * fabs(mean[k]), "after deposit and flush: %g, the mean is %g",
                   model[k], mean[k] / P);
     long stale_all = 0;
     MPI_Reduce(&stale, &stale_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("replace group:%d tau %d: the averaging rule checked at every call (%ld with a stale own model), the "
-               "models' sum kept by %d all-fresh groups, the final flush averages the deposited models\n",
-               S, tau, stale_all, kept);
-        CHECK(kept > 0);
+        printf("%s group:%d tau %d: %s (%ld calls with a stale own model), the models' sum kept by %d all-fresh "
+               "groups, the final flush averages the deposited models\n",
+               avg ? "average" : "replace", S, tau,
+               avg ? "averaged by the calls" : "the averaging rule checked at every call", stale_all, kept);
+        if (expect_fresh) CHECK(kept > 0);
     }
     free(reports);
     CHECK_RC(pcoll_partial_free(&p));
@@ -443,6 +458,15 @@ static void bad_arguments(void)
     int32_t v[4] = {0};
     EXPECT_ERR(pcoll_partial_average(p, &info, v, v), PCOLL_ERR_DTYPE, "float");
     CHECK_RC(pcoll_partial_free(&p));
+    /* PCOLL_AVERAGE: float types only; it averages by itself */
+    cfg.mode = PCOLL_AVERAGE;
+    EXPECT_ERR(pcoll_partial_create(ctx, 4, PCOLL_INT32, &cfg, &p), PCOLL_ERR_DTYPE, "PCOLL_AVERAGE");
+    CHECK(p == NULL);
+    CHECK_RC(pcoll_partial_create(ctx, 4, PCOLL_FLOAT32, &cfg, &p));
+    float f[4] = {0};
+    EXPECT_ERR(pcoll_partial_average(p, &info, f, f), PCOLL_ERR_ARG, "AVERAGE");
+    EXPECT_ERR(pcoll_partial_deposit(p, NULL), PCOLL_ERR_NULL, "contribution");
+    CHECK_RC(pcoll_partial_free(&p));
 }
 
 int main(int argc, char **argv)
@@ -459,8 +483,10 @@ int main(int argc, char **argv)
         accumulate_run(S, 5, calls, (uint64_t)i + 11, 0);
     }
     accumulate_run(2, 0, quick ? 300 : 1500, 21, 1); /* no sleeps: the ranks drift apart */
-    replace_run(2, 0, quick ? 20 : 60);
-    replace_run(size >= 4 ? 4 : 2, 10, quick ? 20 : 60);
+    replace_run(2, 0, quick ? 20 : 60, 0);
+    replace_run(size >= 4 ? 4 : 2, 10, quick ? 20 : 60, 0);
+    replace_run(size >= 4 ? 4 : 2, 0, quick ? 20 : 60, 1);
+    replace_run(2, 10, quick ? 20 : 60, 1);
     never_contributed();
     bad_arguments();
     CHECK_RC(pcoll_finalize(&ctx));

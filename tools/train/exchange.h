@@ -12,7 +12,7 @@
  *   wagma, wagma:S
  *              WAGMA-SGD: the step's input is the model after a local SGD
  *              step, `update` receives the new model: its group's average
- *              by the library's rule (pcoll_partial_average). */
+ *              by the library's rule (a PCOLL_AVERAGE object). */
 #ifndef PCOLL_TRAIN_EXCHANGE_H
 #define PCOLL_TRAIN_EXCHANGE_H
 

@@ -2,9 +2,9 @@
  *   eager-SGD (solo, majority, quorum:Q): gradients, ACCUMULATE mode, so
  *     that a gradient that misses a round waits in the pending buffer for a
  *     later one and nothing is lost;
- *   WAGMA-SGD (wagma, wagma:S): models, a GROUP object in REPLACE mode (a
- *     rank that is late contributes its last model), averaged by the
- *     library's rule (pcoll_partial_average); every sync_every-th round is a
+ *   WAGMA-SGD (wagma, wagma:S): models, a GROUP object in AVERAGE mode (a
+ *     rank that is late contributes its last model; a call returns the
+ *     model averaged by the library's rule); every sync_every-th round is a
  *     global average.
  */
 #include <stdio.h>
@@ -77,13 +77,13 @@ static int partial_destroy(exchange_t *ex)
 
 static const exchange_ops_t partial_ops = {partial_step, partial_finish, partial_destroy};
 
-/* WAGMA: model in, its group's average out */
+/* WAGMA: model in, the new model (the group's average by the library's
+ * rule: a PCOLL_AVERAGE object) out */
 static int wagma_step(exchange_t *ex, const float *model, float *out, exchange_info_t *info)
 {
     partial_state_t *st = ex->impl;
     pcoll_partial_info_t pi;
     int rc = pcoll_partial_allreduce(st->p, model, out, &pi);
-    if (rc == PCOLL_SUCCESS) rc = pcoll_partial_average(st->p, &pi, model, out);
     if (rc != PCOLL_SUCCESS) return tr_fail("wagma: %s", pcoll_last_error());
     fill_info(&pi, info);
     return 0;
@@ -96,7 +96,6 @@ static int wagma_finish(exchange_t *ex, const float *model, float *out, exchange
     /* the flush averages the current models, not the last ones exchanged */
     int rc = pcoll_partial_deposit(st->p, model);
     if (rc == PCOLL_SUCCESS) rc = pcoll_partial_flush(st->p, out, &pi);
-    if (rc == PCOLL_SUCCESS) rc = pcoll_partial_average(st->p, &pi, model, out);
     if (rc != PCOLL_SUCCESS) return tr_fail("wagma: %s", pcoll_last_error());
     fill_info(&pi, info);
     return 0;
@@ -116,7 +115,7 @@ int exchange_partial_setup(exchange_t *ex)
     if (pcoll_partial_config_parse(wagma ? spec : a, &cfg) != PCOLL_SUCCESS)
         return tr_fail("--algo %s: %s", a, pcoll_last_error());
     if (ex->cfg.sync_every < 0) return tr_fail("--sync-every must be >= 0");
-    cfg.mode = wagma ? PCOLL_REPLACE : PCOLL_ACCUMULATE;
+    cfg.mode = wagma ? PCOLL_AVERAGE : PCOLL_ACCUMULATE;
     cfg.sync_every = ex->cfg.sync_every;
     cfg.seed = ex->cfg.seed;
     if (!ex->cfg.ctx) return tr_fail("--algo %s needs a pcoll context", a);

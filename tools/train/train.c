@@ -285,9 +285,11 @@ static void apply_delivery(run_t *r, const exchange_info_t *info, double lr, epo
     /* nothing arrived: the update is zero and must not even decay the
        momentum, or a rank that is often late would train differently */
     if (!count_delivery(info, st)) return;
-    if (exchange_averages_models(r->ex))
-        memcpy(r->params, r->update, r->model->nparams * sizeof *r->params);
-    else
+    if (exchange_averages_models(r->ex)) { /* the new model: swapped in, not copied */
+        float *t = r->params;
+        r->params = r->update;
+        r->update = t;
+    } else
         sgd_step(r->params, r->velocity, r->update, r->model->nparams, (float)lr, (float)r->o.momentum);
 }
 
