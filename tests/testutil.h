@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,15 @@ static inline void tu_fail(const char *file, int line, const char *what)
         int tu_rc_ = (call);                                                                       \
         CHECK_MSG(tu_rc_ == PCOLL_SUCCESS, "%s returned %d (%s)", #call, tu_rc_, pcoll_strerror(tu_rc_)); \
     } while (0)
+
+/* FNV-1a of a byte range: a checksum of a result, to compare between ranks */
+static inline uint64_t tu_hash_bytes(const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
 
 /* the call fails with `status` and pcoll_last_error names `word` */
 #define EXPECT_ERR(call, status, word)                                                             \

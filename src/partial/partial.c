@@ -44,36 +44,36 @@ void pcoll_partial_config_default(pcoll_partial_config_t *cfg)
     cfg->observer_arg = NULL;
 }
 
+/* The kinds by name; those with a number after a colon say what it is. */
+static const struct kind_name {
+    const char *name;
+    pcoll_partial_kind_t kind;
+    const char *number; /* NULL: none; else its name */
+    int required, min;
+    char letter;
+} kind_names[] = {
+    {"solo", PCOLL_PARTIAL_SOLO, NULL, 0, 0, 0},
+    {"majority", PCOLL_PARTIAL_MAJORITY, NULL, 0, 0, 0},
+    {"quorum", PCOLL_PARTIAL_QUORUM, "quorum", 1, 1, 'Q'},
+    {"group", PCOLL_PARTIAL_GROUP, "group size", 0, 2, 'S'},
+};
+
 int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg)
 {
     if (!spec || !cfg) return PC_ERR(PCOLL_ERR_NULL, "%s is NULL", !spec ? "spec" : "cfg");
-    if (strcmp(spec, "solo") == 0) {
-        cfg->kind = PCOLL_PARTIAL_SOLO;
-        return PCOLL_SUCCESS;
-    }
-    if (strcmp(spec, "majority") == 0) {
-        cfg->kind = PCOLL_PARTIAL_MAJORITY;
-        return PCOLL_SUCCESS;
-    }
-    if (strncmp(spec, "quorum:", 7) == 0) {
-        long q;
-        if (pc_parse_long(spec + 7, 1, 1000000000L, &q) != 0)
-            return PC_ERR(PCOLL_ERR_ARG, "\"%s\": the quorum must be a whole number >= 1 (quorum:Q)", spec);
-        cfg->kind = PCOLL_PARTIAL_QUORUM;
-        cfg->quorum = (int)q;
-        return PCOLL_SUCCESS;
-    }
-    if (strcmp(spec, "group") == 0) {
-        cfg->kind = PCOLL_PARTIAL_GROUP;
-        cfg->group_size = 0;
-        return PCOLL_SUCCESS;
-    }
-    if (strncmp(spec, "group:", 6) == 0) {
-        long s;
-        if (pc_parse_long(spec + 6, 2, 1000000000L, &s) != 0)
-            return PC_ERR(PCOLL_ERR_ARG, "\"%s\": the group size must be a whole number >= 2 (group:S)", spec);
-        cfg->kind = PCOLL_PARTIAL_GROUP;
-        cfg->group_size = (int)s;
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
+        const struct kind_name *k = &kind_names[i];
+        if (strlen(k->name) != len || strncmp(spec, k->name, len) != 0) continue;
+        if ((colon && !k->number) || (!colon && k->required)) break;
+        long v = 0;
+        if (colon && pc_parse_long(colon + 1, k->min, 1000000000L, &v) != 0)
+            return PC_ERR(PCOLL_ERR_ARG, "\"%s\": the %s must be a whole number >= %d (%s:%c)", spec, k->number, k->min,
+                          k->name, k->letter);
+        cfg->kind = k->kind;
+        if (k->kind == PCOLL_PARTIAL_QUORUM) cfg->quorum = (int)v;
+        if (k->kind == PCOLL_PARTIAL_GROUP) cfg->group_size = (int)v; /* 0: the default size */
         return PCOLL_SUCCESS;
     }
     return PC_ERR(PCOLL_ERR_ARG, "\"%s\" is not solo, majority, quorum:Q, group or group:S", spec);

@@ -52,14 +52,6 @@ typedef struct run {
     int nrecs, cap;
 } run_t;
 
-static uint64_t hash_bytes(const void *data, size_t n)
-{
-    const unsigned char *b = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
 static double now_us(void)
 {
     struct timespec ts;
@@ -81,7 +73,7 @@ static void observe(const pcoll_round_t *r, void *arg)
     rec_t *x = &run->recs[run->nrecs++];
     x->round = r->round;
     x->t_us = t;
-    x->checksum = hash_bytes(r->result, r->count * sizeof(double));
+    x->checksum = tu_hash_bytes(r->result, r->count * sizeof(double));
     x->sync = r->synchronous;
     x->nmembers = r->group_size;
     x->members = malloc(sizeof(int) * (size_t)r->group_size);

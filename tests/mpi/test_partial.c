@@ -43,14 +43,6 @@ typedef struct obj {
     int alone; /* the only object in use: no rank can be parked elsewhere */
 } obj_t;
 
-static uint64_t hash_bytes(const void *data, size_t n)
-{
-    const unsigned char *b = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
 /* on the progress thread: record the round (no pcoll calls here) */
 static void observe(const pcoll_round_t *r, void *arg)
 {
@@ -62,7 +54,7 @@ static void observe(const pcoll_round_t *r, void *arg)
     }
     round_rec_t *rec = &o->recs[o->nrecs++];
     rec->round = r->round;
-    rec->checksum = hash_bytes(r->result, r->count * pcoll_dtype_size(r->dtype));
+    rec->checksum = tu_hash_bytes(r->result, r->count * pcoll_dtype_size(r->dtype));
     rec->root = r->root;
     rec->active = r->active;
     rec->sync = r->synchronous;
