@@ -279,8 +279,9 @@ typedef enum pcoll_contrib_mode {
                              result (models)                                  */
     PCOLL_AVERAGE = 2     /* REPLACE, and out is the new model by WAGMA-SGD's
                              rule (as pcoll_partial_average, applied while
-                             the result is copied out: one pass less);
-                             float32 and float64 only                        */
+                             the result is copied out: one pass less;
+                             contribution and out are the same buffer or
+                             disjoint); float32 and float64 only            */
 } pcoll_contrib_mode_t;
 
 /* One completed round, as seen by an observer. */

@@ -285,7 +285,7 @@ static int probe(pcoll_t *ctx, const pc_wait_t *w, char *out, size_t len)
     p->task.arg = p;
     pc_engine_post_task(ctx->engine, &p->task, 1);
     probe_wait_t pw = {p, w, 0};
-    pc_engine_wait_for(ctx->engine, probe_ready, &pw, PC_STALL_ANSWER_S * 1e6);
+    pc_engine_wait_for(ctx->engine, probe_ready, &pw, PC_STALL_ANSWER_S * 1e6, NULL);
     if (!atomic_load(&p->retired)) {
         p->task.fn = probe_retire;
         pc_engine_post_task(ctx->engine, &p->task, 1);
@@ -334,9 +334,10 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w)
         if (timeout > 0 && (next < 0 || timeout < next)) next = timeout;
         double left_us = next < 0 ? -1.0 : t0 < 0 ? next * 1e6 : (t0 + next - now_s()) * 1e6;
         if (left_us >= 0 && left_us < 1) left_us = 1;
-        if (pc_engine_wait_for(ctx->engine, w->done, w->arg, left_us)) break;
+        double began_us;
+        if (pc_engine_wait_for(ctx->engine, w->done, w->arg, left_us, &began_us)) break;
         double now = now_s();
-        if (t0 < 0) t0 = now - next; /* the first wait lasted at least `next` */
+        if (t0 < 0) t0 = began_us >= 0 ? began_us * 1e-6 : now - next; /* when the first wait's clock started */
         if (timeout > 0 && now >= t0 + timeout) {
             if (probe(ctx, w, report, sizeof report)) break;
             status = pc_error(PCOLL_ERR_TIMEOUT, w->fn, "gave up after %.3g s (PCOLL_TIMEOUT_S): %s", now - t0,

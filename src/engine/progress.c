@@ -706,15 +706,17 @@ static int app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout
     driver_init(e, &d);
     if (timeout_us >= 0 && *deadline_p < 0) *deadline_p = d.last_work + timeout_us; /* the clock just read */
     const double deadline = *deadline_p;
-    for (unsigned busy = 0;;) {
+    for (;;) {
         int did = look(e, &d);
         if (pred(arg)) return 1;
-        /* the deadline is checked when idle, and every 64th busy look (a
-         * call that completes while work flows reads no clock here) */
-        if (did && (deadline < 0 || ++busy % 64)) continue;
+        /* a busy look has just read the clock (d.last_work): no reading of
+         * our own until the engine is idle */
+        if (did) {
+            if (deadline >= 0 && d.last_work >= deadline) return 0;
+            continue;
+        }
         double now = now_us();
         if (deadline >= 0 && now >= deadline) return 0;
-        if (did) continue;
         if (keep_looking(e, &d)) {
             sched_yield();
             continue;
@@ -776,12 +778,13 @@ static void wait_notified(pc_engine_t *e, pc_pred_fn pred, void *arg, double dea
     pthread_mutex_unlock(&e->wlock);
 }
 
-int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us)
+int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us, double *began_us)
 {
     /* the deadline is set from the first clock reading the wait needs
      * anyway: a wait that completes at once reads the clock no more often
      * than one without a deadline */
     double deadline = -1.0;
+    if (began_us) *began_us = -1.0;
     int ok = 1;
     while (!pred(arg)) {
         if (app_takes_token(e)) {
@@ -805,10 +808,11 @@ int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeou
     /* tasks queued by pc_engine_post_quiet, keys marked by pc_engine_mark
      * for this wait: someone runs them */
     if (atomic_load(&e->qlen) || pc_doorbell_kicked(e->bells)) pc_doorbell_ring_self(e->bells);
+    if (began_us && deadline >= 0) *began_us = deadline - timeout_us;
     return ok;
 }
 
-void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg) { (void)pc_engine_wait_for(e, pred, arg, -1.0); }
+void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg) { (void)pc_engine_wait_for(e, pred, arg, -1.0, NULL); }
 
 void pc_engine_notify(pc_engine_t *e)
 {

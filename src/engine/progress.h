@@ -86,8 +86,10 @@ void pc_engine_post_task(pc_engine_t *e, pc_task_t *t, int quiet);
  * pred(arg) is true, progressing the engine meanwhile (see above). */
 void pc_engine_wait(pc_engine_t *e, pc_pred_fn pred, void *arg);
 /* The same, giving up after timeout_us (< 0: never).  Returns 1 when pred
- * holds, 0 when the time is up. */
-int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us);
+ * holds, 0 when the time is up.  began_us (may be NULL): when the timeout
+ * started, on the clock of CLOCK_MONOTONIC in microseconds (< 0: no clock
+ * was read, the wait was over at once). */
+int pc_engine_wait_for(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout_us, double *began_us);
 /* Wake waiters after making a predicate true. */
 void pc_engine_notify(pc_engine_t *e);
 

@@ -20,12 +20,15 @@
  *   take j's part of r (anyone, while j's application is not adding):
  *     flip j's cur, write the trailer (active = WAITING or counted as parked,
  *     contributions) into the old pending buffer: it is j's deposit for r
+ *     (REPLACE, AVERAGE: the buffer holding j's latest contribution is the
+ *     deposit; cur flips only if that is cur, else the last deposit is
+ *     taken again, unchanged: no copy)
  *   the P-th part (or whoever finds the sum blocked and can do it):
  *     result[r % 2] = the record and the sum of the deposits (GROUP: each
  *     group's sum into its leader's sum[r % 2]), done = r + 1, kick every j
  *     whose want is due; round r + 1 next if activated
  *   rank j, when kicked: copy its round's sum (its group's) for each round
- *     c < done it has not completed, consumed = c + 1 (env.completed)
+ *     c < done it has not completed, env.completed, then consumed = c + 1
  *
  * Group rounds (WAGMA) run here like the others, one after the other: a
  * round's parts are taken by whoever comes, so nobody waits for a rank

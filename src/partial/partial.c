@@ -465,11 +465,6 @@ static int leave(pcoll_partial_t *p, int rc)
     return rc;
 }
 
-/* Takes the delivered results: the buffer is swapped for an empty one under
- * the lock, the copy made after it.  A delivered buffer with no round in it
- * is zero, whatever its bytes.  The call's contribution is in them when the
- * round `taken` (that took it) is: read under the same lock as the swap, as
- * a round may complete meanwhile (own: it is in them anyway). */
 /* What the application receives of delivered rounds d (m): their result,
  * zeros for none, or for PCOLL_AVERAGE the averaged model. */
 static void copy_out(const pcoll_partial_t *p, void *out, const void *d, const pc_delivery_t *m, int own,
@@ -483,6 +478,11 @@ static void copy_out(const pcoll_partial_t *p, void *out, const void *d, const p
         memset(out, 0, p->count * p->esize);
 }
 
+/* Takes the delivered results: the buffer is swapped for an empty one under
+ * the lock, the copy made after it.  A delivered buffer with no round in it
+ * is zero, whatever its bytes.  The call's contribution is in them when the
+ * round `taken` (that took it) is: read under the same lock as the swap, as
+ * a round may complete meanwhile (own: it is in them anyway). */
 static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint64_t taken, int own,
                  const void *contribution)
 {
@@ -615,6 +615,7 @@ int pcoll_partial_deposit(pcoll_partial_t *p, const void *contribution)
     if (rc != PCOLL_SUCCESS) return rc;
     if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
     (void)p->be->ops->contribute(p->be, contribution, no_wait, NULL);
+    p->be->ops->waiting(p->be, 0); /* a timed-out call's arrival stood until this call */
     return leave(p, PCOLL_SUCCESS);
 }
 
