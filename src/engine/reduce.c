@@ -62,3 +62,25 @@ void pc_reduce_div(void *dst, size_t count, pcoll_dtype_t dtype, int64_t divisor
     default: break;
     }
 }
+
+/* Two loops, so that each is a plain vectorizable loop at -O3 (the branch
+ * on b outside them). */
+#define AVERAGE_LOOP(T)                                                                            \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T *x = a, *y = b;                                                                    \
+        const T n = (T)divisor;                                                                    \
+        if (y)                                                                                     \
+            for (size_t i = 0; i < count; i++) d[i] = (x[i] + y[i]) / n;                           \
+        else                                                                                       \
+            for (size_t i = 0; i < count; i++) d[i] = x[i] / n;                                    \
+    } while (0)
+
+void pc_reduce_average(void *dst, const void *a, const void *b, size_t count, pcoll_dtype_t dtype, double divisor)
+{
+    switch (dtype) {
+    case PCOLL_FLOAT32: AVERAGE_LOOP(float); break;
+    case PCOLL_FLOAT64: AVERAGE_LOOP(double); break;
+    default: break;
+    }
+}

@@ -108,22 +108,6 @@ int pcoll_partial_group_of(const pcoll_partial_t *p, uint64_t round, int *member
     return rc;
 }
 
-/* out = (a + b) / d, or a / d when b is NULL, elementwise */
-#define AVERAGE(T)                                                                                                   \
-    do {                                                                                                             \
-        const T *x = sum, *y = add;                                                                                  \
-        T *o = out;                                                                                                  \
-        for (size_t i = 0; i < count; i++) o[i] = (T)((x[i] + (y ? y[i] : (T)0)) / (T)d);                           \
-    } while (0)
-
-static void average(pcoll_dtype_t dtype, size_t count, const void *sum, const void *add, double d, void *out)
-{
-    if (dtype == PCOLL_FLOAT32)
-        AVERAGE(float);
-    else
-        AVERAGE(double);
-}
-
 /* Algorithm 2's rule: model = sum / n when the call's own model is in the
  * sum, else (sum + local) / (n + 1); with no sum (nothing delivered, or
  * nobody had contributed), model = local (zeros without one).  sum may be
@@ -138,9 +122,9 @@ static void average_rule(const pcoll_partial_t *p, uint64_t rounds, uint64_t n, 
         else if (model != local)
             memmove(model, local, bytes);
     } else if (own || !local) {
-        average(p->dtype, p->count, sum, NULL, (double)n, model);
+        pc_reduce_average(model, sum, NULL, p->count, p->dtype, (double)n);
     } else {
-        average(p->dtype, p->count, sum, local, (double)n + 1, model);
+        pc_reduce_average(model, sum, local, p->count, p->dtype, (double)n + 1);
     }
 }
 
