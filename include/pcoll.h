@@ -439,6 +439,106 @@ PCOLL_API int pcoll_partial_average(const pcoll_partial_t *p, const pcoll_partia
  * and at most PCOLL_PARTIAL_SHM_BYTES of data) or "messages"; NULL for NULL. */
 PCOLL_API const char *pcoll_partial_data_phase(const pcoll_partial_t *p);
 
+
+/* ---- partial reduce among dynamic groups (Partial Reduce, Ripples) ------- */
+
+/*
+ * A rank that is ready (finished its local step) asks for a group; a
+ * controller on one rank forms groups of ready ranks on the fly, and each
+ * group averages its models (an allreduce among its members only, every
+ * group a fresh operation).  See docs/algorithms.md.
+ *
+ *   rank i: local step -> pcoll_preduce(obj, model, k, &info)
+ *             READY(k) --> controller (a rank's progress engine; small
+ *                          messages, no model data)
+ *             <-- GROUP(id, members, weight, iteration)
+ *           model = sum over members of weight_j * model_j   (allreduce)
+ *             DONE(id) --> controller
+ */
+typedef enum pcoll_preduce_policy {
+    PCOLL_PREDUCE_FIFO = 0,           /* Partial Reduce: the first group_size
+                                         ready ranks, in arrival order       */
+    PCOLL_PREDUCE_RIPPLES_RANDOM = 1, /* Ripples: the requester and S - 1
+                                         random others; a lock vector and a
+                                         pending queue serialize overlaps    */
+    PCOLL_PREDUCE_RIPPLES_SMART = 2,  /* Ripples: group buffers, Global
+                                         Division of the idle ranks, the
+                                         slow-worker filter, inter-intra     */
+    PCOLL_PREDUCE_RIPPLES_STATIC = 3  /* Ripples: no controller, a periodic
+                                         conflict-free schedule by node      */
+} pcoll_preduce_policy_t;
+
+typedef struct pcoll_preduce_config {
+    pcoll_preduce_policy_t policy;
+    int group_size;      /* FIFO: P, ranks per group; RANDOM, SMART: S;
+                            0 = 3 (at most the number of ranks)             */
+    int dynamic_weights; /* FIFO: staleness-aware weights from the ranks'
+                            iterations (Partial Reduce 3.3), else 1/n       */
+    double alpha;        /* their decay, 0 <= alpha < 1 (default 0.5)       */
+    int frozen_avoidance;/* FIFO: bridge disconnected groups (default 1)    */
+    int window;          /* FIFO: T, the groups the sync graph covers;
+                            0 = 2 ceil((N - 1) / (P - 1))                   */
+    int slow_threshold;  /* SMART: C_thres, leave out ranks whose request
+                            counter lags the requester's by this many or
+                            more; 0 = no filter (default 4)                 */
+    int inter_intra;     /* SMART: one head per node across nodes, then each
+                            node's ranks together (default 0)               */
+    int controller;      /* the controller's rank (default 0)               */
+    uint64_t seed;       /* random groups (default 1)                       */
+} pcoll_preduce_config_t;
+
+/* FIFO, group_size 0, constant weights, alpha 0.5, frozen avoidance on,
+ * window 0, slow_threshold 4, no inter-intra, controller 0, seed 1. */
+PCOLL_API void pcoll_preduce_config_default(pcoll_preduce_config_t *cfg);
+
+/* Parse a spec into cfg (fields it does not name keep their values):
+ *   fifo[:P][:const|:dyn][:noavoid][:window=T][:alpha=A]
+ *   ripples:random[:S]
+ *   ripples:smart[:S][:c=C][:ii]
+ *   ripples:static
+ * and, after any of them, [:ctl=RANK][:seed=N].  E.g. "fifo:3:dyn",
+ * "ripples:smart:3". */
+PCOLL_API int pcoll_preduce_config_parse(const char *spec, pcoll_preduce_config_t *cfg);
+
+typedef struct pcoll_preduce pcoll_preduce_t;
+
+typedef struct pcoll_preduce_info {
+    uint64_t group_id;   /* the controller's number of the group (1, 2, ...;
+                            static: the step)                                */
+    int group_size;      /* members; 1: nobody to average with this time    */
+    const int *members;  /* increasing; valid until the next call           */
+    double weight;       /* this rank's weight in the average               */
+    uint64_t iteration;  /* the group's iteration after the reduce (the
+                            largest of its members'): use it as yours       */
+    double wait_s;       /* from ready to the group's start                  */
+    double reduce_s;     /* the group's allreduce                           */
+} pcoll_preduce_info_t;
+
+/* Collective (every rank, same arguments: they are checked).  count >= 1
+ * elements of a floating-point dtype. */
+PCOLL_API int pcoll_preduce_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype,
+                                   const pcoll_preduce_config_t *cfg, pcoll_preduce_t **obj);
+
+/* This rank is ready: blocks until its group has averaged; then
+ * model_inout holds the group's weighted average.  iteration: this rank's
+ * iteration count (staleness-aware weights use it).  info may be NULL.
+ * RIPPLES_STATIC: every rank must call equally often (the schedule pairs
+ * their k-th calls). */
+PCOLL_API int pcoll_preduce(pcoll_preduce_t *obj, void *model_inout, uint64_t iteration,
+                            pcoll_preduce_info_t *info);
+
+/* Controller statistics (meaningful at the controller's rank). */
+typedef struct pcoll_preduce_stats {
+    uint64_t requests, groups, bridges, holds, conflicts, divisions;
+    double busy_s;       /* time spent in the controller's decisions        */
+    double open_s;       /* since the object was created                    */
+} pcoll_preduce_stats_t;
+PCOLL_API int pcoll_preduce_get_stats(const pcoll_preduce_t *obj, pcoll_preduce_stats_t *stats);
+
+/* Collective: drains (a rank that is still in a group of the controller's
+ * plans performs it first), frees, sets *obj = NULL. */
+PCOLL_API int pcoll_preduce_free(pcoll_preduce_t **obj);
+
 #ifdef __cplusplus
 }
 #endif

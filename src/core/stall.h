@@ -37,7 +37,7 @@
 typedef struct pc_stall_probe pc_stall_probe_t;
 
 /* Question kinds; a responder per kind (pc_stall_respond). */
-enum { PC_Q_WORLD = 1, PC_Q_GROUP = 2, PC_Q_PLAN = 3, PC_Q_OBJECT = 4, PC_Q_NKINDS = 5 };
+enum { PC_Q_WORLD = 1, PC_Q_GROUP = 2, PC_Q_PLAN = 3, PC_Q_OBJECT = 4, PC_Q_PREDUCE = 5, PC_Q_NKINDS = 6 };
 
 typedef struct pc_query {
     pc_svc_head_t head; /* PC_SVC_QUERY; channel/object: of an object (PC_Q_OBJECT) */

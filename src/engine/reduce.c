@@ -84,3 +84,19 @@ void pc_reduce_average(void *dst, const void *a, const void *b, size_t count, pc
     default: break;
     }
 }
+
+#define SCALE_LOOP(T)                                                                              \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T f = (T)factor;                                                                     \
+        for (size_t i = 0; i < count; i++) d[i] *= f;                                              \
+    } while (0)
+
+void pc_reduce_scale(void *dst, size_t count, pcoll_dtype_t dtype, double factor)
+{
+    switch (dtype) {
+    case PCOLL_FLOAT32: SCALE_LOOP(float); break;
+    case PCOLL_FLOAT64: SCALE_LOOP(double); break;
+    default: break;
+    }
+}

@@ -19,6 +19,9 @@ void pc_reduce_div(void *dst, size_t count, pcoll_dtype_t dtype, int64_t divisor
  * otherwise no overlap. */
 void pc_reduce_average(void *dst, const void *a, const void *b, size_t count, pcoll_dtype_t dtype, double divisor);
 
+/* dst[i] *= factor; float32 and float64 only (others: nothing). */
+void pc_reduce_scale(void *dst, size_t count, pcoll_dtype_t dtype, double factor);
+
 /* 1 if the type is one of the four supported. */
 int pc_dtype_valid(pcoll_dtype_t dtype);
 
