@@ -508,8 +508,10 @@ typedef struct pcoll_preduce_info {
     int group_size;      /* members; 1: nobody to average with this time    */
     const int *members;  /* increasing; valid until the next call           */
     double weight;       /* this rank's weight in the average               */
-    uint64_t iteration;  /* the group's iteration after the reduce (the
-                            largest of its members'): use it as yours       */
+    uint64_t iteration;  /* the group's iteration after the reduce: the
+                            largest of its members' (FIFO: as they asked;
+                            Ripples: as the controller knew them when it
+                            formed the group, so it may be below yours)    */
     double wait_s;       /* from ready to the group's start                  */
     double reduce_s;     /* the group's allreduce                           */
 } pcoll_preduce_info_t;

@@ -31,7 +31,6 @@ struct pc_gen {
     int *hist, *hist_n, hist_at, hist_count, window; /* FIFO: last window groups */
     int *scratch, *scratch2, *comp;                    /* P each */
     uint64_t *iters;
-    double *weights;
     int training; /* ranks not finishing */
     pc_gen_stats_t stats;
 };
@@ -437,10 +436,9 @@ pc_gen_t *pc_gen_create(const pc_gen_config_t *cfg, const pc_gen_out_t *out)
     g->scratch2 = malloc(sizeof(int) * P);
     g->comp = malloc(sizeof(int) * P);
     g->iters = malloc(sizeof(uint64_t) * P);
-    g->weights = malloc(sizeof(double) * P);
     g->hist = malloc(sizeof(int) * (size_t)g->window * (size_t)g->cfg.group_size);
     g->hist_n = calloc((size_t)g->window, sizeof(int));
-    if (!g->st || !g->queue || !g->scratch || !g->scratch2 || !g->comp || !g->iters || !g->weights || !g->hist ||
+    if (!g->st || !g->queue || !g->scratch || !g->scratch2 || !g->comp || !g->iters || !g->hist ||
         !g->hist_n) {
         pc_gen_destroy(g);
         return NULL;
@@ -475,7 +473,6 @@ void pc_gen_destroy(pc_gen_t *g)
     free(g->scratch2);
     free(g->comp);
     free(g->iters);
-    free(g->weights);
     free(g->hist);
     free(g->hist_n);
     free(g);

@@ -22,52 +22,34 @@ uint64_t pc_staleness_weights(int n, const uint64_t *iters, double alpha, double
 {
     uint64_t top = newest(n, iters);
     if (n <= 0) return top;
-    /* the ages, and how many members each has (ages beyond n distinct
-     * values are rare but possible: count them in a table of the largest) */
+    /* K, the largest age, and how many members each age has */
     uint64_t K = 1;
     for (int i = 0; i < n; i++)
         if (top - iters[i] + 1 > K) K = top - iters[i] + 1;
     if (K > 1u << 20) K = 1u << 20; /* older than a million iterations: as old as that */
     int *members = calloc((size_t)K + 1, sizeof(int));
-    double *beta = calloc((size_t)K + 1, sizeof(double));
-    if (!members || !beta) { /* no memory: the constant rule */
+    double *weight = calloc((size_t)K + 1, sizeof(double)); /* by age, for ages with members */
+    if (!members || !weight) { /* no memory: the constant rule */
         free(members);
-        free(beta);
+        free(weight);
         return pc_constant_weights(n, iters, w);
     }
     for (int i = 0; i < n; i++) {
         uint64_t v = top - iters[i] + 1;
         members[v > K ? K : v]++;
     }
-    /* beta_v, and each age's weight moved to the nearest age with members */
+    /* beta_v goes to age v, or to the nearest age with members */
     double norm = 1.0 - pow(alpha, (double)K);
-    double *weight = beta; /* reused in place: weight[v] for ages with members */
-    double *raw = malloc(sizeof(double) * ((size_t)K + 1));
-    if (!raw) {
-        free(members);
-        free(beta);
-        return pc_constant_weights(n, iters, w);
-    }
     for (uint64_t v = 1; v <= K; v++) {
-        raw[v] = (1.0 - alpha) * pow(alpha, (double)(v - 1)) / norm;
-        weight[v] = 0;
-    }
-    for (uint64_t v = 1; v <= K; v++) {
-        if (members[v]) {
-            weight[v] += raw[v];
-            continue;
+        double beta = (1.0 - alpha) * pow(alpha, (double)(v - 1)) / norm;
+        uint64_t to = v;
+        for (uint64_t d = 1; !members[to]; d++) { /* age 1 (the newest) always has a member: this ends */
+            if (v > d && members[v - d])
+                to = v - d;
+            else if (v + d <= K && members[v + d])
+                to = v + d;
         }
-        uint64_t d = 1;
-        for (;; d++) { /* age 1 (the newest) always has a member: this ends */
-            if (v > d && members[v - d]) {
-                weight[v - d] += raw[v];
-                break;
-            }
-            if (v + d <= K && members[v + d]) {
-                weight[v + d] += raw[v];
-                break;
-            }
-        }
+        weight[to] += beta;
     }
     double sum = 0;
     for (int i = 0; i < n; i++) {
@@ -77,8 +59,7 @@ uint64_t pc_staleness_weights(int n, const uint64_t *iters, double alpha, double
         sum += w[i];
     }
     for (int i = 0; i < n; i++) w[i] /= sum; /* exactly 1 up to rounding */
-    free(raw);
     free(members);
-    free(beta);
+    free(weight);
     return top;
 }

@@ -28,23 +28,24 @@ static int node_group(int M, int n, int *out)
     return k;
 }
 
-/* Pairs inside one node among `list` (locals, n of them): from the top
- * (last two, then the two before) or from the outside in.  Returns the
- * partner of local `me` in it, or -1 when it sits out. */
-static int partner_in(const int *list, int n, int me, int outside_in)
+/* Pairs inside a node of K locals among all of them but `skip` (-1:
+ * none), numbered 0 .. n-1 in order: from the top (last two, then the two
+ * before) or from the outside in.  Returns the partner of local `me`, or
+ * -1 when it sits out. */
+static int partner_in(int K, int skip, int me, int outside_in)
 {
-    int at = -1;
-    for (int i = 0; i < n; i++)
-        if (list[i] == me) at = i;
-    if (at < 0) return -1;
+    int n = skip >= 0 ? K - 1 : K;
+    int at = skip >= 0 && me > skip ? me - 1 : me;
+    int other;
     if (outside_in) {
-        int other = n - 1 - at;
-        return other == at ? -1 : list[other];
+        other = n - 1 - at;
+        if (other == at) return -1;
+    } else {
+        /* from the top: (n-1, n-2), (n-3, n-4), ...; with n odd, 0 sits out */
+        if (n % 2 == 1 && at == 0) return -1;
+        other = (n - 1 - at) % 2 == 0 ? at - 1 : at + 1;
     }
-    /* from the top: (n-1, n-2), (n-3, n-4), ...; with n odd list[0] sits out */
-    int from_top = n - 1 - at;
-    if (n % 2 == 1 && at == 0) return -1;
-    return from_top % 2 == 0 ? list[at - 1] : list[at + 1];
+    return skip >= 0 && other >= skip ? other + 1 : other;
 }
 
 int pc_static_group(const pc_nodes_t *nodes, int rank, uint64_t step, int *members)
@@ -68,19 +69,8 @@ int pc_static_group(const pc_nodes_t *nodes, int rank, uint64_t step, int *membe
         sort_ints(members, k);
         return k;
     }
-    /* a pair inside the node, among the locals not in the inter group
-     * (locals are small: the list is built on the stack in chunks) */
-    int list[512], len = 0;
-    if (K > 512) { /* more workers on one node than any machine has: pairs by local number */
-        int p = me ^ 1;
-        members[k++] = rank;
-        if (p < K) members[k++] = pc_nodes_rank(nodes, n, p);
-        sort_ints(members, k);
-        return k;
-    }
-    for (int l = 0; l < K; l++)
-        if (M < 2 || l != il) list[len++] = l;
-    int p = partner_in(list, len, me, phase == 2);
+    /* a pair inside the node, among the locals not in the inter group */
+    int p = partner_in(K, M >= 2 ? il : -1, me, phase == 2);
     members[k++] = rank;
     if (p >= 0) members[k++] = pc_nodes_rank(nodes, n, p);
     sort_ints(members, k);

@@ -1,11 +1,11 @@
 /*
  * Dynamic-group partial reduce over MPI (pcoll_preduce_*), every policy:
  *   - each call returns a group that contains this rank, members in
- *     increasing order, a weight (1/n with constant weights); all members
- *     of a group (same id) report the same members and iteration;
+ *     increasing order, a weight (1/n with constant weights), and (FIFO)
+ *     an iteration no smaller than the rank's own;
  *   - the averages are real: with constant weights and no local steps the
  *     sum of all ranks' models stays what it was (FIFO, static), to
- *     rounding; every model converges towards the mean;
+ *     rounding; the spread of the models across ranks shrinks;
  *   - random delays between calls and hundreds of groups per rank: no
  *     deadlock, and free drains (ranks stop at different call counts for
  *     the controller policies);

@@ -62,8 +62,7 @@ static void test_weights(void)
     /* alpha 0: all to the freshest */
     pc_staleness_weights(2, two2, 0.0, w);
     CHECK(close_to(w[0], 1) && close_to(w[1], 0));
-    /* random instances: sum 1, no negative weight, a fresher member never
-     * weighs less than an older one of an age with as many members */
+    /* random instances: sum 1, no negative weight (both rules) */
     srand(7);
     for (int t = 0; t < 20000; t++) {
         int n = 1 + rand() % 16;
