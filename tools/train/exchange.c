@@ -1,5 +1,6 @@
 /* Gradient exchange: the synchronous algorithms (MPI_Allreduce, pcoll_allreduce)
- * and the dispatch to the partial ones (exchange_partial.c). */
+ * and the dispatch to the partial ones (exchange_partial.c) and to the
+ * dynamic groups (exchange_preduce.c). */
 #include "exchange.h"
 
 #include <stdlib.h>
@@ -87,10 +88,12 @@ int exchange_create(const exchange_config_t *cfg, exchange_t **out)
         ex->ops = &sync_ops;
     } else {
         int p = exchange_partial_setup(ex);
+        if (p > 0) p = exchange_preduce_setup(ex);
         if (p != 0) {
             free(ex);
             if (p > 0)
-                return tr_fail("--algo \"%s\": unknown algorithm (mpi, sync, solo, majority, quorum:Q, wagma[:S])",
+                return tr_fail("--algo \"%s\": unknown algorithm (mpi, sync, solo, majority, quorum:Q, wagma[:S], "
+                               "preduce:SPEC)",
                                cfg->algo);
             return -1;
         }
@@ -110,6 +113,8 @@ int exchange_finish(exchange_t *ex, const float *model, float *update, exchange_
 }
 
 int exchange_averages_models(const exchange_t *ex) { return ex->models; }
+
+const exchange_stats_t *exchange_get_stats(const exchange_t *ex) { return &ex->stats; }
 
 int exchange_free(exchange_t **ex)
 {

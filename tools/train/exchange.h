@@ -12,7 +12,13 @@
  *   wagma, wagma:S
  *              WAGMA-SGD: the step's input is the model after a local SGD
  *              step, `update` receives the new model: its group's average
- *              by the library's rule (a PCOLL_AVERAGE object). */
+ *              by the library's rule (a PCOLL_AVERAGE object).
+ *   preduce:SPEC
+ *              Partial Reduce / Ripples: a local SGD step, then the model
+ *              is averaged with a group of ready ranks that a controller
+ *              forms (pcoll_preduce; SPEC as pcoll_preduce_config_parse:
+ *              fifo:3:dyn, ripples:random:3, ripples:smart, ripples:static
+ *              ...; exchange_preduce.c). */
 #ifndef PCOLL_TRAIN_EXCHANGE_H
 #define PCOLL_TRAIN_EXCHANGE_H
 
@@ -27,10 +33,15 @@ typedef struct exchange_info {
     int own_included;       /* this call's gradient is in the delivered sum */
     int active;             /* ranks active in the last round (sync: P) */
     uint64_t contributions; /* contributions summed in the delivered rounds */
+    uint64_t iteration;     /* preduce: the steps this rank stands at after the
+                               exchange, its group's largest iteration (more
+                               than its own if it averaged with ranks ahead
+                               of it); 0 for the others */
 } exchange_info_t;
 
 typedef struct exchange_config {
-    const char *algo;  /* mpi, sync, solo, majority, quorum:Q, wagma[:S] */
+    const char *algo;  /* mpi, sync, solo, majority, quorum:Q, wagma[:S],
+                          preduce:SPEC */
     size_t count;      /* gradient length (floats) */
     int sync_every;    /* partial: every tau-th round synchronous (0 = never) */
     uint64_t seed;     /* partial: majority's initiator sequence */
@@ -39,6 +50,15 @@ typedef struct exchange_config {
 } exchange_config_t;
 
 typedef struct exchange exchange_t;
+
+/* What a dynamic-group exchange (preduce:) saw; zeros for the others. */
+typedef struct exchange_stats {
+    uint64_t groups_joined; /* this rank's groups */
+    double wait_s;          /* this rank: from ready to its groups' starts */
+    uint64_t ctl_groups;    /* the controller's rank: groups it formed */
+    double ctl_busy_s;      /* ... time in its decisions */
+    double ctl_open_s;      /* ... since the object was created */
+} exchange_stats_t;
 
 /* Collective.  -1 with a message for an unknown algorithm or a failure. */
 int exchange_create(const exchange_config_t *cfg, exchange_t **out);
@@ -58,6 +78,9 @@ int exchange_finish(exchange_t *ex, const float *model, float *update, exchange_
 /* 1 if the exchange averages models (the training loop steps locally first
  * and takes `update` as the new model), 0 if it averages gradients. */
 int exchange_averages_models(const exchange_t *ex);
+
+/* The statistics so far (after exchange_finish: the whole run). */
+const exchange_stats_t *exchange_get_stats(const exchange_t *ex);
 
 /* Collective; frees the partial object.  Sets *ex to NULL. */
 int exchange_free(exchange_t **ex);
@@ -79,10 +102,14 @@ struct exchange {
     float scale;  /* 1 / P */
     int models;   /* a model exchange */
     void *impl;   /* the algorithm's state */
+    exchange_stats_t stats;
 };
 
 /* exchange_partial.c: set up ex for a partial algorithm (ex->cfg, nranks and
  * scale filled in); 1 if cfg->algo is not a partial spec, -1 on error. */
 int exchange_partial_setup(exchange_t *ex);
+
+/* exchange_preduce.c: the same for preduce:SPEC. */
+int exchange_preduce_setup(exchange_t *ex);
 
 #endif

@@ -27,8 +27,9 @@ static int parse_num(const char *what, const char *s, const char *spec, double *
     return 0;
 }
 
-/* splits "kind:A:B" into kind, A, B (copies; fields point into buf) */
-static int split3(const char *spec, char *buf, size_t len, char **f)
+/* splits "kind:A:B[:C]" into kind, A, B and C (NULL if absent; copies:
+ * fields point into buf) */
+static int split_fields(const char *spec, char *buf, size_t len, char **f)
 {
     if (strlen(spec) >= len) return tr_fail("--imbalance: \"%s\" is too long", spec);
     strcpy(buf, spec);
@@ -41,7 +42,44 @@ static int split3(const char *spec, char *buf, size_t len, char **f)
     if (!c2) return tr_fail("--imbalance %s: expected %s:A:B", spec, buf);
     *c2 = '\0';
     f[2] = c2 + 1;
-    if (strchr(f[2], ':')) return tr_fail("--imbalance %s: too many fields", spec);
+    char *c3 = strchr(f[2], ':');
+    if (!c3) return 0;
+    *c3 = '\0';
+    f[3] = c3 + 1;
+    if (strcmp(buf, "slow") != 0 || strchr(f[3], ':')) return tr_fail("--imbalance %s: too many fields", spec);
+    return 0;
+}
+
+/* "R1,R2,..." into out->slow (sorted; a rank listed twice is an error) */
+static int parse_slow_ranks(const char *list, const char *spec, imbalance_t *out)
+{
+    const char *p = list;
+    out->count = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long r = strtol(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || errno || r < 0 || r > 1000000 || *p == '-' || *p == '+')
+            return tr_fail("--imbalance %s: RANK \"%.*s\" is not a whole number >= 0", spec,
+                           (int)strcspn(p, ","), p);
+        if (out->count == IMB_MAX_SLOW)
+            return tr_fail("--imbalance %s: more than %d slow ranks", spec, IMB_MAX_SLOW);
+        long i = out->count++;
+        while (i > 0 && out->slow[i - 1] > r) {
+            out->slow[i] = out->slow[i - 1];
+            i--;
+        }
+        if (i > 0 && out->slow[i - 1] == r) return tr_fail("--imbalance %s: rank %ld is listed twice", spec, r);
+        out->slow[i] = r;
+        if (*end == '\0') return 0;
+        p = end + 1;
+    }
+}
+
+static int is_slow(const imbalance_t *imb, int rank)
+{
+    for (long i = 0; i < imb->count; i++)
+        if (imb->slow[i] == rank) return 1;
     return 0;
 }
 
@@ -49,13 +87,13 @@ int imbalance_parse(const char *spec, uint64_t seed, imbalance_t *out)
 {
     memset(out, 0, sizeof *out);
     out->seed = seed;
-    char buf[128], *f[3] = {0};
+    char buf[512], *f[4] = {0};
     if (!spec) return tr_fail("--imbalance: missing value");
-    int s = split3(spec, buf, sizeof buf, f);
+    int s = split_fields(spec, buf, sizeof buf, f);
     if (s < 0) return -1;
     if (s == 1) {
         if (strcmp(spec, "none") != 0)
-            return tr_fail("--imbalance \"%s\": expected none, random:K:MS, skew:MIN:MAX, slow:RANK:FACTOR or "
+            return tr_fail("--imbalance \"%s\": expected none, random:K:MS, skew:MIN:MAX, slow:R[,R...]:FACTOR[:MS] or "
                            "dist:MEAN:SD",
                            spec);
         out->kind = IMB_NONE;
@@ -63,20 +101,32 @@ int imbalance_parse(const char *spec, uint64_t seed, imbalance_t *out)
         return 0;
     }
     double a = 0, b = 0;
-    if (strcmp(f[0], "random") == 0 || strcmp(f[0], "slow") == 0) {
+    if (strcmp(f[0], "random") == 0) {
         char *end;
         errno = 0;
         long k = strtol(f[1], &end, 10);
-        int random = f[0][0] == 'r';
-        if (end == f[1] || *end || errno || k < (random ? 1 : 0) || k > 1000000)
-            return tr_fail("--imbalance %s: %s \"%s\" is not a whole number >= %d", spec, random ? "K" : "RANK", f[1],
-                           random ? 1 : 0);
-        if (parse_num(random ? "MS" : "FACTOR", f[2], spec, &b)) return -1;
-        if (!random && b < 1) return tr_fail("--imbalance %s: FACTOR must be >= 1", spec);
-        out->kind = random ? IMB_RANDOM : IMB_SLOW;
+        if (end == f[1] || *end || errno || k < 1 || k > 1000000)
+            return tr_fail("--imbalance %s: K \"%s\" is not a whole number >= 1", spec, f[1]);
+        if (parse_num("MS", f[2], spec, &b)) return -1;
+        out->kind = IMB_RANDOM;
         out->count = k;
         out->a = b;
-        snprintf(out->spec, sizeof out->spec, "%s:%ld:%g", f[0], k, b);
+        snprintf(out->spec, sizeof out->spec, "random:%ld:%g", k, b);
+        return 0;
+    }
+    if (strcmp(f[0], "slow") == 0) {
+        if (parse_slow_ranks(f[1], spec, out)) return -1;
+        if (parse_num("FACTOR", f[2], spec, &b)) return -1;
+        if (b < 1) return tr_fail("--imbalance %s: FACTOR must be >= 1", spec);
+        if (f[3] && parse_num("MS", f[3], spec, &a)) return -1;
+        out->kind = IMB_SLOW;
+        out->a = b;
+        out->b = f[3] ? a : -1.0;
+        size_t len = (size_t)snprintf(out->spec, sizeof out->spec, "slow:");
+        for (long i = 0; i < out->count && len < sizeof out->spec; i++)
+            len += (size_t)snprintf(out->spec + len, sizeof out->spec - len, "%s%ld", i ? "," : "", out->slow[i]);
+        if (len < sizeof out->spec) len += (size_t)snprintf(out->spec + len, sizeof out->spec - len, ":%g", b);
+        if (f[3] && len < sizeof out->spec) snprintf(out->spec + len, sizeof out->spec - len, ":%g", a);
         return 0;
     }
     if (strcmp(f[0], "skew") == 0 || strcmp(f[0], "dist") == 0) {
@@ -98,8 +148,9 @@ int imbalance_check(const imbalance_t *imb, int nranks)
 {
     if (imb->kind == IMB_RANDOM && imb->count > nranks)
         return tr_fail("--imbalance %s: K = %ld is more than the %d ranks", imb->spec, imb->count, nranks);
-    if (imb->kind == IMB_SLOW && imb->count >= nranks)
-        return tr_fail("--imbalance %s: rank %ld does not exist (%d ranks)", imb->spec, imb->count, nranks);
+    if (imb->kind == IMB_SLOW && imb->slow[imb->count - 1] >= nranks)
+        return tr_fail("--imbalance %s: rank %ld does not exist (%d ranks)", imb->spec, imb->slow[imb->count - 1],
+                       nranks);
     return 0;
 }
 
@@ -131,7 +182,8 @@ double imbalance_delay_ms(const imbalance_t *imb, int rank, int nranks, uint64_t
         return imb->a + (imb->b - imb->a) * (double)pos / (double)(nranks - 1);
     }
     case IMB_SLOW:
-        return rank == imb->count ? (imb->a - 1.0) * compute_ms : 0.0;
+        if (!is_slow(imb, rank)) return 0.0;
+        return (imb->a - 1.0) * (imb->b >= 0 ? imb->b : compute_ms);
     case IMB_DIST: {
         if (imb->b <= 0) return imb->a;
         /* lognormal with mean m and standard deviation s:

@@ -7,28 +7,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define IMB_MAX_SLOW 64
+
 typedef enum imbalance_kind {
     IMB_NONE = 0,
     IMB_RANDOM, /* random:K:MS   K ranks chosen per step sleep MS            */
     IMB_SKEW,   /* skew:MIN:MAX  delays MIN..MAX spread over the ranks,
                                  the assignment shifted by one rank a step  */
-    IMB_SLOW,   /* slow:RANK:F   RANK sleeps (F-1) x its own compute time   */
+    IMB_SLOW,   /* slow:R[,R...]:F[:MS]  each listed rank sleeps (F-1) x MS,
+                                 or (F-1) x its own compute time of the
+                                 step without MS: F times slower than a
+                                 step of MS (or of its compute)             */
     IMB_DIST    /* dist:MEAN:SD  lognormal per rank and step (ms)           */
 } imbalance_kind_t;
 
 typedef struct imbalance {
     imbalance_kind_t kind;
-    long count;   /* RANDOM: K; SLOW: the rank */
-    double a, b;  /* RANDOM: MS, -; SKEW: MIN, MAX; SLOW: FACTOR, -; DIST: MEAN, SD */
+    long count;   /* RANDOM: K; SLOW: how many ranks are listed in slow[] */
+    long slow[IMB_MAX_SLOW]; /* SLOW: the slow ranks, increasing, distinct */
+    double a, b;  /* RANDOM: MS, -; SKEW: MIN, MAX; SLOW: FACTOR, MS (-1: none);
+                     DIST: MEAN, SD */
     uint64_t seed;
-    char spec[64]; /* canonical text, for logs */
+    char spec[512]; /* canonical text, for logs */
 } imbalance_t;
 
-/* Parses "none", "random:K:MS", "skew:MIN:MAX", "slow:RANK:FACTOR" or
+/* Parses "none", "random:K:MS", "skew:MIN:MAX", "slow:R[,R...]:FACTOR[:MS]" or
  * "dist:MEAN:SD" (milliseconds may be fractional).  -1 with a message. */
 int imbalance_parse(const char *spec, uint64_t seed, imbalance_t *out);
 
-/* Checks the spec against the number of ranks (K <= P, RANK < P). */
+/* Checks the spec against the number of ranks (K <= P, every slow rank < P). */
 int imbalance_check(const imbalance_t *imb, int nranks);
 
 /* Milliseconds rank `rank` sleeps in step `step`; compute_ms is the time

@@ -57,6 +57,16 @@ static const char *help =
     "                                  averaged in groups of S (default max(2, round(sqrt(P))))\n"
     "                                  that rotate every round (pcoll GROUP object in\n"
     "                                  PCOLL_AVERAGE mode: the library's averaging rule)\n"
+    "                        preduce:SPEC\n"
+    "                                  Partial Reduce / Ripples: a local SGD step, then the\n"
+    "                                  model is averaged with a group of ready ranks that a\n"
+    "                                  controller (rank 0) forms; SPEC is one of\n"
+    "                                    fifo[:P][:const|:dyn][:noavoid][:window=T][:alpha=A]\n"
+    "                                    ripples:random[:S]\n"
+    "                                    ripples:smart[:S][:c=C][:ii]\n"
+    "                                    ripples:static\n"
+    "                                  with [:ctl=RANK] after it (e.g. preduce:fifo:3:dyn);\n"
+    "                                  every rank's model is averaged at the end\n"
     "                        (default sync)\n"
     "  --sync-every TAU      partial modes: every TAU-th round is synchronous, a global\n"
     "                        average for wagma (default 10 for wagma, else 0 = never)\n"
@@ -78,8 +88,11 @@ static const char *help =
     "                        random:K:MS     K ranks drawn at random each step sleep MS\n"
     "                        skew:MIN:MAX    rank delays spread from MIN to MAX, shifted\n"
     "                                        by one rank each step\n"
-    "                        slow:RANK:F     RANK is F times slower: sleeps (F-1) x its\n"
-    "                                        compute time of the step\n"
+    "                        slow:R[,R...]:F[:MS]\n"
+    "                                        the listed ranks are F times slower: each\n"
+    "                                        sleeps (F-1) x MS a step (MS: a normal\n"
+    "                                        step), or without MS (F-1) x its compute\n"
+    "                                        time of the step\n"
     "                        dist:MEAN:SD    lognormal delay per rank and step\n"
     "\n"
     "output\n"
@@ -244,9 +257,18 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
     if (strcmp(o->algo, "mpi") != 0 && strcmp(o->algo, "sync") != 0 && strcmp(o->algo, "solo") != 0 &&
         strcmp(o->algo, "majority") != 0 && strncmp(o->algo, "quorum:", 7) != 0 && strcmp(o->algo, "wagma") != 0 &&
-        strncmp(o->algo, "wagma:", 6) != 0)
-        tool_usage_error(prog, "--algo: \"%s\" is not mpi, sync, solo, majority, quorum:Q, wagma or wagma:S",
-                         o->algo);
+        strncmp(o->algo, "wagma:", 6) != 0 && strncmp(o->algo, "preduce:", 8) != 0)
+        tool_usage_error(prog, "--algo: \"%s\" is not mpi, sync, solo, majority, quorum:Q, wagma, wagma:S or "
+                         "preduce:SPEC", o->algo);
+    if (strncmp(o->algo, "preduce:", 8) == 0) {
+        pcoll_preduce_config_t pc;
+        pcoll_preduce_config_default(&pc);
+        if (pcoll_preduce_config_parse(o->algo + 8, &pc) != PCOLL_SUCCESS)
+            tool_usage_error(prog, "--algo %s: %s", o->algo, pcoll_last_error());
+        if (o->model_sync_epochs > 0 || o->sync_every > 0)
+            tool_usage_error(prog, "--algo %s: --model-sync-epochs and --sync-every do not apply (its groups "
+                             "span epochs; the models are averaged at the end)", o->algo);
+    }
     if (o->task != TASK_FMNIST && o->train_limit) tool_usage_error(prog, "--train-limit applies to --task fmnist");
     return 0;
 }

@@ -130,6 +130,11 @@ static int check_opts(const train_opts_t *o)
         return tr_fail("--max-steps, --model-sync-epochs and --sync-every must be >= 0");
     if (o->task == TASK_HYPERPLANE && (o->dim < 1 || o->train_points < 1 || o->val_points < 1 || !(o->noise >= 0)))
         return tr_fail("hyperplane: --dim, --train-points and --val-points must be >= 1, --noise >= 0");
+    /* a dynamic group may include a rank whose calls ran ahead: a collective
+       between epochs would wait for a rank that waits for that group */
+    if (strncmp(o->algo, "preduce:", 8) == 0 && (o->model_sync_epochs > 0 || o->sync_every > 0))
+        return tr_fail("--algo %s: --model-sync-epochs and --sync-every do not apply (its groups span epochs; "
+                       "the models are averaged at the end)", o->algo);
     return 0;
 }
 
@@ -381,8 +386,12 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
         epoch_stats_t st;
         memset(&st, 0, sizeof st);
         shuffle(&r, e);
-        for (long b = 0; b < min_spe; b++) {
-            if (o->max_steps > 0 && step >= (uint64_t)o->max_steps) break;
+        /* a dynamic-group exchange may move this rank ahead (below): it
+           resumes at the batch its iteration count stands for, and an
+           epoch it skipped whole has no steps */
+        const uint64_t epoch_first = (uint64_t)e * (uint64_t)min_spe;
+        for (long b = step > epoch_first ? (long)(step - epoch_first) : 0; b < min_spe; b++) {
+            if (step >= total_steps) break;
             double ta = MPI_Wtime();
             mlp_batch_t mb;
             gather_batch(&r, (size_t)b, &mb);
@@ -407,6 +416,13 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
             st.exchange_s += td - tc;
             st.steps++;
             step++;
+            /* Partial Reduce: the group's members continue from its largest
+               iteration, so a slow rank that averaged with faster ones
+               skips the steps they took (and its shard's batches there) */
+            if (info.iteration > step) {
+                step = info.iteration < total_steps ? info.iteration : total_steps;
+                b = (long)(step - epoch_first) - 1;
+            }
         }
         const int last = e + 1 == epochs;
         if (o->model_sync_epochs > 0 && (e + 1) % o->model_sync_epochs == 0 && !last) average_models(&r);
@@ -423,6 +439,7 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
             memcpy(before_sync, r.params, r.model->nparams * sizeof *before_sync);
             exchange_info_t info;
             if (exchange_finish(r.ex, r.params, r.update, &info)) fatal(r.rank);
+            res->exchange_stats = *exchange_get_stats(r.ex);
             if (info.rounds > 0) {
                 epoch_stats_t fst;
                 memset(&fst, 0, sizeof fst);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exchange.h"
 #include "pcoll.h"
 
 typedef enum train_task { TASK_FMNIST = 0, TASK_HYPERPLANE = 1 } train_task_t;
@@ -20,7 +21,7 @@ typedef enum lr_schedule {
  * in train_opts_resolve(); see options.c for the defaults and why. */
 typedef struct train_opts {
     train_task_t task;
-    const char *algo;          /* mpi, sync, solo, majority, quorum:Q */
+    const char *algo;          /* mpi, sync, solo, majority, quorum:Q, wagma[:S], preduce:SPEC */
     int sync_every;            /* partial modes: tau */
     const char *layers;        /* fmnist: "784,512,256,128,10" */
     const char *data_dir;      /* fmnist */
@@ -37,7 +38,7 @@ typedef struct train_opts {
     long max_steps;            /* stop after this many steps (0 = no limit) */
     uint64_t seed;
     long model_sync_epochs;    /* average the models every N epochs (0 = never) */
-    const char *imbalance;     /* none, random:K:MS, skew:MIN:MAX, slow:RANK:F, dist:MEAN:SD */
+    const char *imbalance;     /* none, random:K:MS, skew:MIN:MAX, slow:R[,R...]:F[:MS], dist:MEAN:SD */
     long eval_every;           /* snapshot (and evaluate) every N epochs */
     double target;             /* accuracy (fmnist) or MSE (hyperplane); NAN = none */
     const char *csv_path;      /* NULL = none */
@@ -78,7 +79,7 @@ typedef struct train_result {
     int ranks;
     char model[256];        /* "784-512-256-128-10" (truncated if longer) */
     size_t nparams;
-    char imbalance[64];
+    char imbalance[512];
     const char *gemm_kernel;
     /* outcome (rank 0; model_max_diff at every rank) */
     epoch_record_t *epochs;
@@ -98,6 +99,8 @@ typedef struct train_result {
     uint64_t flush_rounds;   /* rounds the final flush delivered (this rank) */
     uint64_t rounds_delivered; /* rounds this rank received in all (flush included):
                                   the same at every rank unless a round was lost */
+    exchange_stats_t exchange_stats; /* preduce: this rank's groups and waits and,
+                                        at the controller's rank, its load */
 } train_result_t;
 
 /* Collective over MPI_COMM_WORLD.  ctx may be NULL for --algo mpi.  Returns 0,
