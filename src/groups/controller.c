@@ -17,6 +17,9 @@ typedef struct rank_state {
     int head, len, cap;
     int locks;                /* activated groups not done: len + running */
     int pending_in;           /* pending groups it is in */
+    int awaiting;             /* SMART: asked with an empty buffer when no
+                                 other rank was idle: the next division
+                                 takes it */
 } rank_state_t;
 
 struct pc_gen {
@@ -32,6 +35,7 @@ struct pc_gen {
     int *scratch, *scratch2, *comp;                    /* P each */
     uint64_t *iters;
     int training; /* ranks not finishing */
+    int awaiting; /* SMART: ranks awaiting a division */
     pc_gen_stats_t stats;
 };
 
@@ -133,6 +137,10 @@ static void try_send(pc_gen_t *g, int rank)
     pc_gen_group_t *grp = buf_pop(s);
     s->running = grp;
     s->ready = 0;
+    if (s->awaiting) {
+        s->awaiting = 0;
+        g->awaiting--;
+    }
     int index = 0;
     while (grp->members[index] != rank) index++;
     g->out.assign(g->out.arg, rank, grp, index);
@@ -357,7 +365,7 @@ static int idle_for(const pc_gen_t *g, int r, int requester)
 {
     const rank_state_t *s = &g->st[r];
     if (r == requester) return 1;
-    if (s->finishing || s->locks > 0 || s->ready) return 0;
+    if (s->finishing || s->locks > 0 || (s->ready && !s->awaiting)) return 0;
     int64_t lag = (int64_t)g->st[requester].requests - (int64_t)s->requests;
     return g->cfg.slow_threshold <= 0 || lag < g->cfg.slow_threshold;
 }
@@ -408,10 +416,30 @@ static int global_division(pc_gen_t *g, int rank)
             if (!grp || activate(g, grp) != 0) return -1;
         }
     }
-    if (g->st[rank].len == 0 && !g->st[rank].running) { /* nobody to reduce with: a group of one */
+    rank_state_t *s = &g->st[rank];
+    if (s->len == 0 && !s->running) {
+        /* nobody idle to reduce with: wait for the next division (when a
+         * rank's groups are done, or another rank asks), unless nobody else
+         * trains: then a group of one */
+        if (g->training - !s->finishing > 0) {
+            if (!s->awaiting) {
+                s->awaiting = 1;
+                g->awaiting++;
+            }
+            return 0;
+        }
         pc_gen_group_t *grp = new_group(g, &rank, 1);
         if (!grp || activate(g, grp) != 0) return -1;
     }
+    return 0;
+}
+
+/* SMART: a rank became idle or stopped training: divisions for the ranks
+ * that await one (the first division usually takes them all). */
+static int serve_awaiting(pc_gen_t *g)
+{
+    for (int r = 0; r < g->P && g->awaiting > 0; r++)
+        if (g->st[r].awaiting && global_division(g, r) != 0) return -1;
     return 0;
 }
 
@@ -522,6 +550,8 @@ int pc_gen_done(pc_gen_t *g, int rank, uint64_t group_id)
         try_send(g, rank);
         check_finished(g, rank);
     }
+    /* SMART: it is idle now, a partner for a rank awaiting a division */
+    if (g->awaiting > 0 && s->locks == 0 && !s->finishing) return serve_awaiting(g);
     return 0;
 }
 
@@ -537,6 +567,8 @@ int pc_gen_finish(pc_gen_t *g, int rank)
     check_finished(g, rank);
     /* FIFO: the queue may now be all that trains */
     if (g->cfg.kind == PC_GEN_FIFO) return fifo_form(g);
+    /* SMART: a rank awaiting a division may now be all that trains */
+    if (g->awaiting > 0) return serve_awaiting(g);
     return 0;
 }
 
@@ -566,6 +598,9 @@ int pc_gen_missing(const pc_gen_t *g, int rank, unsigned char *bits)
             int r = grp->members[i];
             if (r != rank && g->st[r].running != grp) MARK(r);
         }
+    } else if (s->awaiting) { /* SMART: a partner: whoever trains and is busy or lags */
+        for (int r = 0; r < g->P; r++)
+            if (r != rank && !g->st[r].finishing && !idle_for(g, r, rank)) MARK(r);
     } else if (s->pending_in > 0) { /* its pending group: members holding locks */
         for (const pc_gen_group_t *grp = g->pending; grp; grp = grp->next) {
             int in = 0;

@@ -36,7 +36,10 @@
  *           whose request counter does not lag the requester's by
  *           slow_threshold or more is dealt into disjoint random groups of
  *           S (a leftover single rank joins the last group), appended to
- *           their buffers.  Inter-intra (nodes given): one head per node,
+ *           their buffers.  A requester that finds nobody idle to group
+ *           with awaits the next division: when a rank's groups are done
+ *           (it is idle again) or another rank asks; a group of one only
+ *           when no other rank trains.  Inter-intra (nodes given): one head per node,
  *           the heads in groups across nodes and the other ranks in groups
  *           inside their node, then a second division: each node's ranks
  *           together.

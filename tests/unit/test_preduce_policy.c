@@ -490,12 +490,42 @@ static void test_smart(void)
     memset(&rec, 0, sizeof rec);
     pc_gen_config_t flt = {PC_GEN_SMART, 4, 2, 0, 0.5, 0, 0, 1, NULL, 5};
     g = pc_gen_create(&flt, &out);
-    CHECK(pc_gen_request(g, 0, 0) == 0); /* the others lag by 1: alone */
-    CHECK(rec.got[0] == 1 && rec.n[0] == 1);
-    CHECK(pc_gen_done(g, 0, rec.id[0]) == 0);
+    CHECK(pc_gen_request(g, 0, 0) == 0); /* the others lag by 1: nobody to group with */
+    CHECK(rec.got[0] == 0);              /* it awaits the next division */
+    unsigned char bits[1] = {0};
+    CHECK(pc_gen_missing(g, 0, bits) == 3 && bits[0] == 0x0e); /* it waits for 1, 2, 3 */
     CHECK(pc_gen_request(g, 1, 0) == 0); /* rank 0 asked as often: with it */
-    CHECK(rec.got[1] == 1 && rec.n[1] == 2 && rec.members[1][0] == 0 && rec.members[1][1] == 1);
-    CHECK(pc_gen_buffered(g, 0) == 1 && pc_gen_locks(g, 2) == 0 && pc_gen_locks(g, 3) == 0);
+    CHECK(rec.got[0] == 1 && rec.got[1] == 1 && rec.id[0] == rec.id[1]);
+    CHECK(rec.n[1] == 2 && rec.members[1][0] == 0 && rec.members[1][1] == 1);
+    CHECK(pc_gen_locks(g, 2) == 0 && pc_gen_locks(g, 3) == 0);
+    pc_gen_destroy(g);
+
+    /* awaiting until a rank is idle again: 4 ranks, S = 2, no filter */
+    memset(&rec, 0, sizeof rec);
+    pc_gen_config_t aw = {PC_GEN_SMART, 4, 2, 0, 0.5, 0, 0, 0, NULL, 7};
+    g = pc_gen_create(&aw, &out);
+    CHECK(pc_gen_request(g, 0, 0) == 0); /* two groups of 2: everyone locked */
+    CHECK(rec.got[0] == 1 && rec.n[0] == 2);
+    const int x = rec.members[0][0] == 0 ? rec.members[0][1] : rec.members[0][0];
+    const uint64_t first = rec.id[0];
+    CHECK(pc_gen_done(g, 0, first) == 0);
+    CHECK(pc_gen_request(g, 0, 1) == 0); /* the others are all busy: it awaits */
+    CHECK(rec.got[0] == 1);
+    CHECK(pc_gen_request(g, x, 0) == 0 && rec.id[x] == first); /* x takes the first group */
+    CHECK(rec.got[0] == 1);
+    CHECK(pc_gen_done(g, x, first) == 0); /* x is idle: a division pairs it with rank 0 */
+    CHECK(rec.got[0] == 2 && rec.n[0] == 2 && rec.id[0] != first);
+    CHECK(rec.members[0][0] == 0 && rec.members[0][1] == x);
+    CHECK(pc_gen_buffered(g, x) == 1);
+    pc_gen_destroy(g);
+
+    /* awaiting while the only other rank frees: a group of one */
+    memset(&rec, 0, sizeof rec);
+    pc_gen_config_t two = {PC_GEN_SMART, 2, 2, 0, 0.5, 0, 0, 1, NULL, 7};
+    g = pc_gen_create(&two, &out);
+    CHECK(pc_gen_request(g, 0, 0) == 0 && rec.got[0] == 0); /* rank 1 lags: it awaits */
+    CHECK(pc_gen_finish(g, 1) == 0);
+    CHECK(rec.got[0] == 1 && rec.n[0] == 1);
     pc_gen_destroy(g);
 
     /* inter-intra: 2 nodes x 4, S = 2: a division gives every rank two

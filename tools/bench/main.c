@@ -16,6 +16,9 @@ static const char *usage =
     "              objects) against MPI_Allreduce, solo and majority: latency per\n"
     "              rank, NAP, group size, bytes sent per round\n"
     "  objects     the cost of a partial call with many live partial objects\n"
+    "  preduce     dynamic-group partial reduce: groups formed per second, time\n"
+    "              from ready to group start, the controller's share of its rank,\n"
+    "              per policy, against MPI_Allreduce\n"
     "  idle        CPU time used by initialized, idle processes\n"
     "\n"
     "pcoll-bench <command> --help lists the command's flags.\n";
@@ -36,6 +39,8 @@ int main(int argc, char **argv)
         rc = bench_group(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "objects") == 0) {
         rc = bench_objects(argc - 1, argv + 1, rank, size);
+    } else if (strcmp(argv[1], "preduce") == 0) {
+        rc = bench_preduce(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "idle") == 0) {
         rc = bench_idle(argc - 1, argv + 1, rank, size);
     } else {
