@@ -383,7 +383,7 @@ static int idle_on(const pc_gen_t *g, const int *idle, int node, int *out)
 
 static int global_division(pc_gen_t *g, int rank)
 {
-    g->stats.divisions++;
+    const uint64_t groups_before = g->stats.groups;
     int *idle = g->comp; /* marks (FIFO's components are not used here) */
     int *list = g->scratch2, n = 0;
     for (int r = 0; r < g->P; r++)
@@ -421,7 +421,7 @@ static int global_division(pc_gen_t *g, int rank)
         /* nobody idle to reduce with: wait for the next division (when a
          * rank's groups are done, or another rank asks), unless nobody else
          * trains: then a group of one */
-        if (g->training - !s->finishing > 0) {
+        if (g->cfg.group_size >= 2 && g->training - !s->finishing > 0) {
             if (!s->awaiting) {
                 s->awaiting = 1;
                 g->awaiting++;
@@ -431,6 +431,7 @@ static int global_division(pc_gen_t *g, int rank)
         pc_gen_group_t *grp = new_group(g, &rank, 1);
         if (!grp || activate(g, grp) != 0) return -1;
     }
+    if (g->stats.groups > groups_before) g->stats.divisions++; /* one that formed groups */
     return 0;
 }
 

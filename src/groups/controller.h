@@ -38,10 +38,11 @@
  *           S (a leftover single rank joins the last group), appended to
  *           their buffers.  A requester that finds nobody idle to group
  *           with awaits the next division: when a rank's groups are done
- *           (it is idle again) or another rank asks; a group of one only
- *           when no other rank trains.  Inter-intra (nodes given): one head per node,
- *           the heads in groups across nodes and the other ranks in groups
- *           inside their node, then a second division: each node's ranks
+ *           (it is idle again) or another rank asks (one it does not lag
+ *           behind by slow_threshold); a group of one only when no other
+ *           rank trains, or S = 1.  Inter-intra (nodes given): one head per
+ *           node, the heads in groups across nodes and the other ranks in
+ *           groups inside their node, then a second division: each node's ranks
  *           together.
  *
  * Groups are activated in one order, and every member performs its groups

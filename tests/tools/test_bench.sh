@@ -67,18 +67,20 @@ $mpirun -n 4 "$bench" objects --json --counts 2,8 --calls 40 >"$out/obj" || fail
 $mpirun -n 2 "$bench" idle --json --seconds 1 >"$out/idle" || fail "idle exited with $?"
 [ -n "$(field "$(cat "$out/idle")" cpu_pct_max)" ] || fail "idle: no cpu_pct_max"
 
-# ---- preduce: a line per policy and one for MPI_Allreduce; every call served ----
+# ---- preduce: a line per policy and one for MPI_Allreduce, with the figures documented ----
 $mpirun -n 4 "$bench" preduce --json --calls 50 --policies fifo:2:dyn,ripples:random:2,ripples:smart:2,ripples:static \
     >"$out/pr" || fail "preduce exited with $?"
 [ "$(grep -c '"bench":"preduce"' "$out/pr")" -eq 5 ] || fail "preduce: expected MPI_Allreduce + 4 policies"
 for p in fifo:2:dyn ripples:random:2 ripples:smart:2; do
-    l=$(grep "\"policy\":\"$p\"" "$out/pr")
+    l=$(grep "\"policy\":\"$p\"" "$out/pr" || true)
     [ -n "$l" ] || fail "preduce: no line for $p"
     g=$(field "$l" groups)
     m=$(field "$l" mean_group_size)
     # counted at the controller (rank 0) until its own 50th call: at least
-    # its 50 groups, at most one per call of the 4 ranks, of 1 to 2 ranks
-    awk -v g="$g" -v m="$m" 'BEGIN { exit !(g >= 50 && g <= 200 && m >= 1 && m <= 2 + 1e-9) }' ||
+    # its 50 groups, at most one per call of the 4 ranks; calls per group
+    # (requests / groups) about S = 2: a division of 3 idle ranks makes a
+    # group of 3, and requests still queued have no group yet
+    awk -v g="$g" -v m="$m" 'BEGIN { exit !(g >= 50 && g <= 200 && m >= 1 && m <= 3) }' ||
         fail "preduce: $p formed $g groups of $m ranks on average for 200 calls"
     for key in groups_per_s steps_per_s vs_mpi wait_us_median wait_us_p99 ctl_busy_pct ctl_us_per_group; do
         [ -n "$(field "$l" $key)" ] || fail "preduce: $p: no $key in $l"

@@ -46,7 +46,13 @@ int main(void)
     bad("slow:1,1:2", "listed twice");
     bad("slow:1,x:2", "RANK \"x\"");
     bad("slow:-1:2", "RANK");
-    bad("slow:1:0.5", "FACTOR must be >= 1");
+    bad("slow:1:0.5", "FACTOR must be in 1..1000");
+    bad("slow:1:1e9:5", "FACTOR must be in 1..1000");
+    bad("slow:1:2:1e300", "MS must be at most");
+    bad("slow:1, 2:3", "RANK \" 2\"");
+    bad("slow:,1:2", "RANK \"\"");
+    bad("slow:1,:2", "RANK \"\"");
+    bad("slow:2000000:2", "0..1000000");
     bad("slow:1:2:x", "MS \"x\"");
     bad("slow:1:2:3:4", "too many fields");
     bad("random:1:2:3", "too many fields");

@@ -12,8 +12,9 @@
  *
  * Reported (at the controller's rank, over its own timed loop):
  *   groups/s          groups the controller formed per second
- *   steps/s           ranks' calls served per second (a group of n serves
- *                     n calls); MPI_Allreduce serves P per round
+ *   steps/s           ranks' calls per second (the READY requests the
+ *                     controller received: a group of n serves n of them);
+ *                     MPI_Allreduce serves P per round
  *   vs_mpi            steps/s over MPI_Allreduce's
  *   wait_us           ready to the group's start (info.wait_s): the median
  *                     over ranks of each rank's median, and the largest
@@ -40,7 +41,8 @@ static const char *help =
     "  --count C        floats in the model (default 16)\n"
     "  --json           one JSON object per policy and one for MPI_Allreduce: bench,\n"
     "                   ranks, policy, calls, count, seconds, groups, groups_per_s,\n"
-    "                   mean_group_size, steps_per_s, vs_mpi, wait_us_median,\n"
+    "                   mean_group_size (calls per group), steps_per_s, vs_mpi,\n"
+    "                   wait_us_median,\n"
     "                   wait_us_p99, ctl_busy_pct, ctl_us_per_group,\n"
     "                   ctl_limit_groups_s\n"
     "No compute between calls: every rank is ready again as soon as its group is\n"
@@ -55,11 +57,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* the q-quantile of v[0..n) (sorted in place) */
+/* the q-quantile of v[0..n) (sorted in place; q = 0.5: the median, the
+ * mean of the middle two for even n) */
 static double quantile(double *v, int n, double q)
 {
     if (n <= 0) return NAN;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
+    if (q == 0.5) return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     int i = (int)ceil(q * n) - 1;
     return v[i < 0 ? 0 : (i >= n ? n - 1 : i)];
 }
@@ -124,10 +128,14 @@ static int run_policy(pcoll_t *ctx, const char *spec, float *model, int count, l
     }
     /* waits: each rank's median and 99th percentile */
     double q[2] = {quantile(waits, (int)calls, 0.5), quantile(waits, (int)calls, 0.99)};
-    double *all = rank == 0 ? malloc(sizeof(double) * 2 * (size_t)size) : NULL;
+    double *all = rank == 0 ? malloc(sizeof(double) * 3 * (size_t)size) : NULL;
+    if (rank == 0 && !all) {
+        fprintf(stderr, "pcoll-bench preduce: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     MPI_Gather(q, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        double *med = malloc(sizeof(double) * (size_t)size);
+        double *med = all + 2 * size;
         double p99 = 0;
         for (int r = 0; r < size; r++) {
             med[r] = all[2 * r];
@@ -135,7 +143,6 @@ static int run_policy(pcoll_t *ctx, const char *spec, float *model, int count, l
         }
         res->wait_med_us = quantile(med, size, 0.5);
         res->wait_p99_us = p99;
-        free(med);
         free(all);
         res->seconds = theirs[0];
         res->steps = theirs[2];
@@ -214,7 +221,7 @@ int bench_preduce(int argc, char **argv, int rank, int size)
         } else {
             printf("# pcoll-bench preduce: %d ranks, %ld calls per rank, %ld floats, no compute between calls\n",
                    size, calls, count);
-            printf("# steps/s: calls served per second; vs_mpi: over MPI_Allreduce's in this run; wait: ready to "
+            printf("# steps/s: calls (READY requests at the controller) per second; vs_mpi: over MPI_Allreduce's in this run; wait: ready to "
                    "group start (median of the ranks' medians, largest p99);\n# ctl: the controller's decisions "
                    "(%% of its rank's time, us per group, the groups/s it alone could form)\n");
             printf("%-22s %8s %10s %6s %10s %7s %10s %10s %7s %8s %12s\n", "policy", "groups", "groups/s", "size",

@@ -79,7 +79,8 @@ int exchange_finish(exchange_t *ex, const float *model, float *update, exchange_
  * and takes `update` as the new model), 0 if it averages gradients. */
 int exchange_averages_models(const exchange_t *ex);
 
-/* The statistics so far (after exchange_finish: the whole run). */
+/* The statistics so far (after exchange_finish: to this rank's last step;
+ * the controller goes on forming groups for slower ranks after that). */
 const exchange_stats_t *exchange_get_stats(const exchange_t *ex);
 
 /* Collective; frees the partial object.  Sets *ex to NULL. */

@@ -2,6 +2,7 @@
  * one or a few random ranks delayed per step, or all ranks skewed). */
 #include "imbalance.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,8 +60,8 @@ static int parse_slow_ranks(const char *list, const char *spec, imbalance_t *out
         char *end;
         errno = 0;
         long r = strtol(p, &end, 10);
-        if (end == p || (*end != ',' && *end != '\0') || errno || r < 0 || r > 1000000 || *p == '-' || *p == '+')
-            return tr_fail("--imbalance %s: RANK \"%.*s\" is not a whole number >= 0", spec,
+        if (!isdigit((unsigned char)*p) || (*end != ',' && *end != '\0') || errno || r > 1000000)
+            return tr_fail("--imbalance %s: RANK \"%.*s\" is not a whole number in 0..1000000", spec,
                            (int)strcspn(p, ","), p);
         if (out->count == IMB_MAX_SLOW)
             return tr_fail("--imbalance %s: more than %d slow ranks", spec, IMB_MAX_SLOW);
@@ -117,8 +118,9 @@ int imbalance_parse(const char *spec, uint64_t seed, imbalance_t *out)
     if (strcmp(f[0], "slow") == 0) {
         if (parse_slow_ranks(f[1], spec, out)) return -1;
         if (parse_num("FACTOR", f[2], spec, &b)) return -1;
-        if (b < 1) return tr_fail("--imbalance %s: FACTOR must be >= 1", spec);
+        if (b < 1 || b > 1000) return tr_fail("--imbalance %s: FACTOR must be in 1..1000", spec);
         if (f[3] && parse_num("MS", f[3], spec, &a)) return -1;
+        if (f[3] && a > 3.6e6) return tr_fail("--imbalance %s: MS must be at most 3600000 (an hour)", spec);
         out->kind = IMB_SLOW;
         out->a = b;
         out->b = f[3] ? a : -1.0;
@@ -201,6 +203,7 @@ double imbalance_delay_ms(const imbalance_t *imb, int rank, int nranks, uint64_t
 void sleep_ms(double ms)
 {
     if (!(ms > 0)) return;
+    if (ms > 3.6e9) ms = 3.6e9; /* a thousand hours: no overflow of time_t */
     struct timespec ts;
     ts.tv_sec = (time_t)(ms / 1000.0);
     ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);

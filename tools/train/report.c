@@ -52,13 +52,17 @@ void report_summary(FILE *out, const train_result_t *r)
         else fprintf(out, "target %g: reached after %.2f s\n", r->opts.target, r->time_to_target_s);
     }
     const exchange_stats_t *x = &r->exchange_stats;
+    if (r->steps_executed != r->steps)
+        fprintf(out, "rank 0 computed %llu of its %llu steps (its groups' larger iterations moved it ahead)\n",
+                (unsigned long long)r->steps_executed, (unsigned long long)r->steps);
     if (x->groups_joined) {
         fprintf(out, "groups: rank 0 averaged in %llu groups, waited %.2f ms per group for its group to start",
                 (unsigned long long)x->groups_joined, 1e3 * x->wait_s / (double)x->groups_joined);
-        if (x->ctl_groups)
-            fprintf(out, "; the controller formed %llu groups (%.0f per s) in %.1f%% of its rank's time",
-                    (unsigned long long)x->ctl_groups, x->ctl_open_s > 0 ? (double)x->ctl_groups / x->ctl_open_s : 0.0,
-                    x->ctl_open_s > 0 ? 100.0 * x->ctl_busy_s / x->ctl_open_s : 0.0);
+        if (x->ctl_open_s > 0) /* rank 0 is the controller */
+            fprintf(out, "; by then the controller (rank 0) had formed %llu groups (%.0f per s) in %.1f%% of its "
+                         "time",
+                    (unsigned long long)x->ctl_groups, (double)x->ctl_groups / x->ctl_open_s,
+                    100.0 * x->ctl_busy_s / x->ctl_open_s);
         fputc('\n', out);
     }
     fprintf(out, "models differ by at most %.3g before the final synchronous round, %.3g after it (max over "
@@ -142,11 +146,14 @@ int report_json(const char *path, const train_result_t *r)
     tool_json_num(&j, "gflops", r->gflops);
     tool_json_str(&j, "gemm", r->gemm_kernel);
     const exchange_stats_t *x = &r->exchange_stats;
+    tool_json_int(&j, "steps_executed", (long long)r->steps_executed);
     if (x->groups_joined) {
         tool_json_int(&j, "groups_joined", (long long)x->groups_joined);
         tool_json_num(&j, "group_wait_ms", 1e3 * x->wait_s / (double)x->groups_joined);
+    }
+    if (x->ctl_open_s > 0) { /* rank 0 is the controller: up to its last step */
         tool_json_int(&j, "controller_groups", (long long)x->ctl_groups);
-        tool_json_num(&j, "controller_busy_share", x->ctl_open_s > 0 ? x->ctl_busy_s / x->ctl_open_s : 0.0);
+        tool_json_num(&j, "controller_busy_share", x->ctl_busy_s / x->ctl_open_s);
     }
     tool_json_end(&j, f);
     if (ferror(f) | (fclose(f) != 0)) return tr_fail("--json %s: write error", path);

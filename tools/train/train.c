@@ -376,7 +376,7 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
 
     /* ---- training ---- */
     double tot_compute = 0, tot_sleep = 0, tot_exchange = 0;
-    uint64_t step = 0;
+    uint64_t step = 0, executed = 0; /* iterations; steps this rank computed */
     size_t nsnap = 0;
     float *before_sync = NULL; /* the model before the final synchronization */
     check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r.rank);
@@ -450,6 +450,7 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
         }
         res->rounds_delivered += st.rounds;
         const double t = MPI_Wtime();
+        executed += st.steps;
         tot_compute += st.compute_s;
         tot_sleep += st.sleep_s;
         tot_exchange += st.exchange_s;
@@ -491,9 +492,10 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
     check_mpi(MPI_Reduce(r.loss_sum, tmp, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r.rank);
     check_mpi(MPI_Reduce(r.loss_cnt, tmp + epochs, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce",
               r.rank);
-    double mine[3] = {tot_compute, tot_sleep, tot_exchange}, all[3] = {0, 0, 0};
-    check_mpi(MPI_Reduce(mine, all, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r.rank);
+    double mine[4] = {tot_compute, tot_sleep, tot_exchange, (double)executed}, all[4] = {0, 0, 0, 0};
+    check_mpi(MPI_Reduce(mine, all, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r.rank);
     res->steps = step;
+    res->steps_executed = executed;
     res->wall_s = wall;
     res->steps_per_s = wall > 0 ? (double)step / wall : NAN;
     res->test_accuracy = res->test_loss = res->val_mse = res->time_to_target_s = NAN;
@@ -501,7 +503,8 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
         for (long e = 0; e < epochs; e++)
             res->epochs[e].train_loss = tmp[epochs + e] > 0 ? tmp[e] / tmp[epochs + e] : NAN;
         res->final_loss = res->epochs[epochs - 1].train_loss;
-        double nsteps = (double)step * r.nranks;
+        /* per step computed (a dynamic-group exchange skips some) */
+        double nsteps = all[3] > 0 ? all[3] : NAN;
         res->compute_ms = all[0] * 1e3 / nsteps;
         res->sleep_ms = all[1] * 1e3 / nsteps;
         res->exchange_ms = all[2] * 1e3 / nsteps;

@@ -84,7 +84,9 @@ typedef struct train_result {
     /* outcome (rank 0; model_max_diff at every rank) */
     epoch_record_t *epochs;
     size_t nepochs;
-    uint64_t steps;
+    uint64_t steps;          /* iterations at the end (every rank: the planned ones) */
+    uint64_t steps_executed; /* steps this rank computed: fewer than `steps` when
+                                a preduce group moved it ahead */
     double wall_s;
     double steps_per_s;
     double final_loss;       /* training loss of the last epoch */
@@ -100,7 +102,8 @@ typedef struct train_result {
     uint64_t rounds_delivered; /* rounds this rank received in all (flush included):
                                   the same at every rank unless a round was lost */
     exchange_stats_t exchange_stats; /* preduce: this rank's groups and waits and,
-                                        at the controller's rank, its load */
+                                        at the controller's rank, its load up to
+                                        this rank's last step */
 } train_result_t;
 
 /* Collective over MPI_COMM_WORLD.  ctx may be NULL for --algo mpi.  Returns 0,
