@@ -3,6 +3,8 @@
 #   make test         build and run every test (ctest), sanitizer runs included
 #   make demo         the main job: eager-SGD vs synchronous SGD on Fashion-MNIST
 #                     under load imbalance, 4 ranks (scripts/demo.sh)
+#   make cluster-demo the demo on an emulated cluster: 4 network namespaces of 2
+#                     ranks each, 1 Gbit/s links (scripts/cluster-demo.sh; root)
 #   make install PREFIX=/some/where
 # Each target first installs missing Debian packages (scripts/install-deps.sh).
 
@@ -15,7 +17,7 @@ CTEST_FLAGS ?=
 # Open MPI needs these to run as root and with more ranks than cores
 MPIRUN  ?= mpirun --oversubscribe --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-.PHONY: all build deps test demo install clean
+.PHONY: all build deps test demo cluster-demo install clean
 
 all: build
 
@@ -32,6 +34,9 @@ test: build
 
 demo: build
 	BUILD=$(BUILD) MPIRUN="$(MPIRUN)" scripts/demo.sh
+
+cluster-demo: build
+	BUILD=$(BUILD) scripts/cluster-demo.sh
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -6,8 +6,8 @@
 set -eu
 
 # build: compiler, cmake, MPI, zlib (gzip-compressed dataset); demo/train: dataset
-# and plotting; tests: pkg-config
-PACKAGES="gcc make cmake pkgconf zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist gnuplot-nox"
+# and plotting; tests: pkg-config; the emulated cluster: iproute2 (ip, tc)
+PACKAGES="gcc make cmake pkgconf zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist gnuplot-nox iproute2"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Runs one MPI test program across an emulated cluster (scripts/cluster.sh):
+# NODES namespaces with K ranks each, made for this test and removed after
+# it, also when it fails or is interrupted.  Exit 77 (ctest's skip) with the
+# reason where the machine cannot make namespaces (not root, no ip netns).
+#   test_cluster.sh NODES K PROGRAM [ARGS...]
+set -eu
+[ $# -ge 3 ] || { echo "usage: test_cluster.sh NODES K PROGRAM [ARGS...]" >&2; exit 2; }
+nodes=$1 k=$2
+shift 2
+cluster=$(cd "$(dirname "$0")/../.." && pwd)/scripts/cluster.sh
+skip() { echo "test_cluster: SKIPPED: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root to make network namespaces"
+command -v ip >/dev/null 2>&1 || skip "no ip command (iproute2)"
+probe=tc$$p
+ip netns add "$probe" 2>/dev/null || skip "ip netns add fails here (no network namespaces)"
+ip netns del "$probe"
+prefix=tc$$
+trap '"$cluster" --prefix "$prefix" down >/dev/null 2>&1 || true' EXIT INT TERM
+"$cluster" --prefix "$prefix" up "$nodes" --ranks-per-node "$k" --rate 1gbit
+"$cluster" --prefix "$prefix" run -np $((nodes * k)) -- "$@"
