@@ -15,6 +15,17 @@ command -v ip >/dev/null 2>&1 || skip "no ip command (iproute2)"
 probe=tc$$p
 ip netns add "$probe" 2>/dev/null || skip "ip netns add fails here (no network namespaces)"
 ip netns del "$probe"
+# clusters of earlier runs of this script that were killed (a ctest timeout
+# kills without running the trap below): their process is gone
+for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+    case $ns in
+        tc[0-9]*-sw)
+            pid=${ns%-sw}
+            pid=${pid#tc}
+            kill -0 "$pid" 2>/dev/null || "$cluster" --prefix "tc$pid" down >/dev/null 2>&1 || true
+            ;;
+    esac
+done
 prefix=tc$$
 trap '"$cluster" --prefix "$prefix" down >/dev/null 2>&1 || true' EXIT INT TERM
 "$cluster" --prefix "$prefix" up "$nodes" --ranks-per-node "$k" --rate 1gbit
