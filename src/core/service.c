@@ -1,6 +1,7 @@
 /* The context's service channel: see service.h. */
 #include "service.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +173,22 @@ int pc_service_send(pcoll_t *ctx, int peer, const void *msg, size_t bytes, pc_sv
     if (rc != PCOLL_SUCCESS) {
         pc_log(PCOLL_LOG_ERROR, "service: %s", pc_engine_msg_error(ctx->engine));
         free(m);
+    }
+    return rc;
+}
+
+int pc_service_send_object(pcoll_t *ctx, int peer, uint32_t channel, uint64_t object, void *msg, size_t bytes,
+                           pc_svc_failed_fn failed, void *arg)
+{
+    pc_svc_head_t *head = msg;
+    head->type = PC_SVC_OBJECT;
+    head->channel = channel;
+    head->object = object;
+    int rc = pc_service_send(ctx, peer, msg, bytes, failed, arg);
+    if (rc != PCOLL_SUCCESS && failed) {
+        char why[320];
+        snprintf(why, sizeof why, "to rank %d: %s", peer, pc_engine_msg_error(ctx->engine));
+        failed(ctx, arg, rc, why);
     }
     return rc;
 }

@@ -64,6 +64,12 @@ void *pc_service_object(pcoll_t *ctx, uint32_t channel, uint64_t object);
  * send that cannot be posted returns its status (and calls nothing); one
  * that fails later calls failed(ctx, arg, ...) (NULL: logged only). */
 int pc_service_send(pcoll_t *ctx, int peer, const void *msg, size_t bytes, pc_svc_failed_fn failed, void *arg);
+/* Holder: pc_service_send of an object's message, whose head (the start of
+ * msg) is set here to PC_SVC_OBJECT, channel and object.  A send that cannot
+ * be posted calls failed too (why: the peer and MPI's words) and returns its
+ * status. */
+int pc_service_send_object(pcoll_t *ctx, int peer, uint32_t channel, uint64_t object, void *msg, size_t bytes,
+                           pc_svc_failed_fn failed, void *arg);
 /* The largest message. */
 size_t pc_service_max_bytes(const pcoll_t *ctx);
 

@@ -15,7 +15,6 @@ typedef struct rank_state {
     pc_gen_group_t *running;  /* sent, not reported done */
     pc_gen_group_t **buf;     /* the group buffer: activated, not yet sent */
     int head, len, cap;
-    int locks;                /* activated groups not done: len + running */
     int pending_in;           /* pending groups it is in */
     int awaiting;             /* SMART: asked with an empty buffer when no
                                  other rank was idle: the next division
@@ -40,6 +39,10 @@ struct pc_gen {
 };
 
 /* ---- small helpers ---- */
+
+/* The lock vector: activated groups of a rank not done yet (buffered, or
+ * the one it runs). */
+static int locks(const rank_state_t *s) { return s->len + (s->running != NULL); }
 
 static uint64_t next_rand(pc_gen_t *g)
 {
@@ -158,14 +161,12 @@ static void check_finished(pc_gen_t *g, int rank)
 
 static int activate(pc_gen_t *g, pc_gen_group_t *grp)
 {
-    grp->active = 1;
     grp->left = grp->n;
     grp->id = ++g->next_id;
     g->stats.groups++;
     for (int i = 0; i < grp->n; i++) {
         rank_state_t *s = &g->st[grp->members[i]];
         if (buf_push(s, grp) != 0) return -1;
-        s->locks++;
     }
     for (int i = 0; i < grp->n; i++) try_send(g, grp->members[i]);
     return 0;
@@ -269,7 +270,6 @@ static int fifo_form(pc_gen_t *g)
         dequeue(g, sel, n);
         pc_gen_group_t *grp = new_group(g, sel, n);
         if (!grp) return -1;
-        grp->bridge = bridge;
         g->stats.bridges += (uint64_t)bridge;
         if (n >= 2) remember(g, grp->members, n);
         if (activate(g, grp) != 0) return -1;
@@ -282,7 +282,7 @@ static int fifo_form(pc_gen_t *g)
 static int conflicts(const pc_gen_t *g, const pc_gen_group_t *grp)
 {
     for (int i = 0; i < grp->n; i++)
-        if (g->st[grp->members[i]].locks > 0) return 1;
+        if (locks(&g->st[grp->members[i]]) > 0) return 1;
     return 0;
 }
 
@@ -365,7 +365,7 @@ static int idle_for(const pc_gen_t *g, int r, int requester)
 {
     const rank_state_t *s = &g->st[r];
     if (r == requester) return 1;
-    if (s->finishing || s->locks > 0 || (s->ready && !s->awaiting)) return 0;
+    if (s->finishing || locks(s) > 0 || (s->ready && !s->awaiting)) return 0;
     int64_t lag = (int64_t)g->st[requester].requests - (int64_t)s->requests;
     return g->cfg.slow_threshold <= 0 || lag < g->cfg.slow_threshold;
 }
@@ -543,7 +543,6 @@ int pc_gen_done(pc_gen_t *g, int rank, uint64_t group_id)
     if (!s->running || s->running->id != group_id) return -2;
     pc_gen_group_t *grp = s->running;
     s->running = NULL;
-    s->locks--;
     if (--grp->left == 0) free_group(grp);
     if (g->cfg.kind == PC_GEN_RANDOM && g->pending && retry_pending(g) != 0) return -1;
     if (s->finishing) {
@@ -552,7 +551,7 @@ int pc_gen_done(pc_gen_t *g, int rank, uint64_t group_id)
         check_finished(g, rank);
     }
     /* SMART: it is idle now, a partner for a rank awaiting a division */
-    if (g->awaiting > 0 && s->locks == 0 && !s->finishing) return serve_awaiting(g);
+    if (g->awaiting > 0 && locks(s) == 0 && !s->finishing) return serve_awaiting(g);
     return 0;
 }
 
@@ -608,7 +607,7 @@ int pc_gen_missing(const pc_gen_t *g, int rank, unsigned char *bits)
             for (int i = 0; i < grp->n; i++) in |= grp->members[i] == rank;
             if (!in) continue;
             for (int i = 0; i < grp->n; i++)
-                if (grp->members[i] != rank && g->st[grp->members[i]].locks > 0) MARK(grp->members[i]);
+                if (grp->members[i] != rank && locks(&g->st[grp->members[i]]) > 0) MARK(grp->members[i]);
             break;
         }
     }
@@ -618,7 +617,7 @@ int pc_gen_missing(const pc_gen_t *g, int rank, unsigned char *bits)
 
 void pc_gen_stats(const pc_gen_t *g, pc_gen_stats_t *stats) { *stats = g->stats; }
 int pc_gen_buffered(const pc_gen_t *g, int rank) { return g->st[rank].len; }
-int pc_gen_locks(const pc_gen_t *g, int rank) { return g->st[rank].locks; }
+int pc_gen_locks(const pc_gen_t *g, int rank) { return locks(&g->st[rank]); }
 int pc_gen_pending(const pc_gen_t *g) { return g->npending; }
 int pc_gen_history_connected(const pc_gen_t *g)
 {

@@ -76,8 +76,7 @@ typedef struct pc_gen_group {
     int *members;         /* increasing */
     double *weights;      /* by member; they sum to 1 */
     uint64_t iteration;   /* every member's iteration after the reduce */
-    int active, left;     /* left: members that have not reported it done */
-    int bridge;           /* FIFO: formed across components */
+    int left;             /* members that have not reported it done */
     struct pc_gen_group *next; /* the pending queue */
 } pc_gen_group_t;
 

@@ -58,20 +58,10 @@ static void send_failed(pcoll_t *ctx, void *arg, int status, const char *why)
     fail(arg, status, what);
 }
 
-/* Sends one of the object's control messages (the head is set here). */
-static int send_msg(pcoll_partial_t *p, int peer, pc_obj_msg_t *m, size_t bytes)
+/* Sends one of the object's control messages (the head is set there). */
+static int send_msg(pcoll_partial_t *p, int peer, void *m, size_t bytes)
 {
-    m->head.type = PC_SVC_OBJECT;
-    m->head.channel = p->channel;
-    m->head.object = p->id;
-    int rc = pc_service_send(p->ctx, peer, m, bytes, send_failed, p);
-    if (rc != PCOLL_SUCCESS) {
-        char what[400];
-        snprintf(what, sizeof what, "a control message to rank %d could not be sent: %s", peer,
-                 pc_engine_msg_error(p->engine));
-        fail(p, rc, what);
-    }
-    return rc;
+    return pc_service_send_object(p->ctx, peer, p->channel, p->id, m, bytes, send_failed, p);
 }
 
 /* ---- the leader ---- */

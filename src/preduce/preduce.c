@@ -208,15 +208,7 @@ static void send_failed(pcoll_t *ctx, void *arg, int status, const char *why)
 
 static void send_msg(pcoll_preduce_t *o, int peer, pr_msg_t *m, size_t bytes)
 {
-    m->head.type = PC_SVC_OBJECT;
-    m->head.channel = o->channel;
-    m->head.object = o->id;
-    if (pc_service_send(o->ctx, peer, m, bytes, send_failed, o) != PCOLL_SUCCESS) {
-        char what[400];
-        snprintf(what, sizeof what, "a message to rank %d could not be sent: %s", peer,
-                 pc_engine_msg_error(o->engine));
-        fail(o, PCOLL_ERR_MPI, what);
-    }
+    pc_service_send_object(o->ctx, peer, o->channel, o->id, m, bytes, send_failed, o);
 }
 
 static void on_assign(void *arg, int rank, const pc_gen_group_t *g, int index)

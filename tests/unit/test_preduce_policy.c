@@ -426,13 +426,20 @@ static void rec_finished(void *arg, int rank)
     (void)rank;
 }
 
+/* A generator whose decisions are recorded in rec (cleared here). */
+static pc_gen_t *recording(pc_gen_config_t cfg, rec_t *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    pc_gen_out_t out = {rec_assign, rec_finished, rec};
+    pc_gen_t *g = pc_gen_create(&cfg, &out);
+    CHECK(g != NULL);
+    return g;
+}
+
 static void test_random_locks(void)
 {
     rec_t rec;
-    memset(&rec, 0, sizeof rec);
-    pc_gen_config_t cfg = {PC_GEN_RANDOM, 8, 3, 0, 0.5, 0, 0, 0, NULL, 3};
-    pc_gen_out_t out = {rec_assign, rec_finished, &rec};
-    pc_gen_t *g = pc_gen_create(&cfg, &out);
+    pc_gen_t *g = recording((pc_gen_config_t){PC_GEN_RANDOM, 8, 3, 0, 0.5, 0, 0, 0, NULL, 3}, &rec);
     /* rank 0 asks: a group of 3 with it, sent to it at once; the other two
      * hold locks and have it in their buffers */
     CHECK(pc_gen_request(g, 0, 0) == 0);
@@ -467,11 +474,8 @@ static void test_random_locks(void)
 static void test_smart(void)
 {
     rec_t rec;
-    memset(&rec, 0, sizeof rec);
     /* a division over 8 idle ranks, S = 3: groups 3, 3, 2, everyone buffered */
-    pc_gen_config_t cfg = {PC_GEN_SMART, 8, 3, 0, 0.5, 0, 0, 2, NULL, 5};
-    pc_gen_out_t out = {rec_assign, rec_finished, &rec};
-    pc_gen_t *g = pc_gen_create(&cfg, &out);
+    pc_gen_t *g = recording((pc_gen_config_t){PC_GEN_SMART, 8, 3, 0, 0.5, 0, 0, 2, NULL, 5}, &rec);
     CHECK(pc_gen_request(g, 0, 0) == 0);
     CHECK(rec.got[0] == 1);
     int total = 0;
@@ -487,9 +491,7 @@ static void test_smart(void)
 
     /* the slow-worker filter, C_thres = 1: only ranks that asked at least as
      * often as the requester are dealt with it */
-    memset(&rec, 0, sizeof rec);
-    pc_gen_config_t flt = {PC_GEN_SMART, 4, 2, 0, 0.5, 0, 0, 1, NULL, 5};
-    g = pc_gen_create(&flt, &out);
+    g = recording((pc_gen_config_t){PC_GEN_SMART, 4, 2, 0, 0.5, 0, 0, 1, NULL, 5}, &rec);
     CHECK(pc_gen_request(g, 0, 0) == 0); /* the others lag by 1: nobody to group with */
     CHECK(rec.got[0] == 0);              /* it awaits the next division */
     unsigned char bits[1] = {0};
@@ -501,9 +503,7 @@ static void test_smart(void)
     pc_gen_destroy(g);
 
     /* awaiting until a rank is idle again: 4 ranks, S = 2, no filter */
-    memset(&rec, 0, sizeof rec);
-    pc_gen_config_t aw = {PC_GEN_SMART, 4, 2, 0, 0.5, 0, 0, 0, NULL, 7};
-    g = pc_gen_create(&aw, &out);
+    g = recording((pc_gen_config_t){PC_GEN_SMART, 4, 2, 0, 0.5, 0, 0, 0, NULL, 7}, &rec);
     CHECK(pc_gen_request(g, 0, 0) == 0); /* two groups of 2: everyone locked */
     CHECK(rec.got[0] == 1 && rec.n[0] == 2);
     const int x = rec.members[0][0] == 0 ? rec.members[0][1] : rec.members[0][0];
@@ -520,9 +520,7 @@ static void test_smart(void)
     pc_gen_destroy(g);
 
     /* awaiting while the only other rank frees: a group of one */
-    memset(&rec, 0, sizeof rec);
-    pc_gen_config_t two = {PC_GEN_SMART, 2, 2, 0, 0.5, 0, 0, 1, NULL, 7};
-    g = pc_gen_create(&two, &out);
+    g = recording((pc_gen_config_t){PC_GEN_SMART, 2, 2, 0, 0.5, 0, 0, 1, NULL, 7}, &rec);
     CHECK(pc_gen_request(g, 0, 0) == 0 && rec.got[0] == 0); /* rank 1 lags: it awaits */
     CHECK(pc_gen_finish(g, 1) == 0);
     CHECK(rec.got[0] == 1 && rec.n[0] == 1);
@@ -530,12 +528,9 @@ static void test_smart(void)
 
     /* inter-intra: 2 nodes x 4, S = 2: a division gives every rank two
      * groups (inter or inside the node, then its node's four) */
-    memset(&rec, 0, sizeof rec);
     pc_nodes_t nodes;
     CHECK(pc_nodes_init_blocks(&nodes, 8, 4) == 0);
-    pc_gen_config_t ii = {PC_GEN_SMART, 8, 2, 0, 0.5, 0, 0, 0, &nodes, 9};
-    out.arg = &rec;
-    g = pc_gen_create(&ii, &out);
+    g = recording((pc_gen_config_t){PC_GEN_SMART, 8, 2, 0, 0.5, 0, 0, 0, &nodes, 9}, &rec);
     CHECK(pc_gen_request(g, 5, 0) == 0);
     CHECK(rec.got[5] == 1);
     for (int r = 0; r < 8; r++) CHECK(pc_gen_locks(g, r) == 2);
