@@ -193,7 +193,7 @@ cmd_run() {
     ip netns exec "$prefix-n0" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$prefix-n0" \
         env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         "$mpirun" --oversubscribe --bind-to none -np "$np" --host "$hosts" --map-by slot \
-        --mca plm_rsh_agent "$state/agent" --mca btl self,vader,tcp \
+        --mca plm_rsh_agent "$state/agent" --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
         --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" \
         "$@"
 }

@@ -4,13 +4,21 @@
  *
  *   after folding (allreduce.c), p = 2^k survivors, vector of count elements:
  *
- *   halving, mask m = p/2 .. 1       v keeps one half of its current range,
+ *   halving, mask m = 1 .. p/2       v keeps one half of its current range,
  *     [.......|.......]               sends the other half to v XOR m and adds
  *     [...|...]   (v & m) == 0        what it receives into the half it keeps;
  *     [.|.]                           after k steps v owns ~count/p reduced
  *                                     elements.
- *   doubling, mask m = 1 .. p/2      v sends its reduced range to v XOR m and
+ *   doubling, mask m = p/2 .. 1      v sends its reduced range to v XOR m and
  *                                     receives the partner's range next to it.
+ *
+ *   The nearest partners exchange the largest halves.  When the ranks of
+ *   a node are next to each other in the group (MPI places ranks node by
+ *   node by default), with L ranks per node (a power of two) the first
+ *   log2 L halving steps and the last doubling steps stay inside the node,
+ *   and what crosses a node's link is 2 (N - 1) / N of the vector for N
+ *   nodes, as if one rank per node took part (farthest partners first
+ *   sent twice that at 4 nodes x 2 ranks).
  *
  *   Each element is added up at exactly one rank and then copied, so every
  *   rank ends with the same bits.  Ranges of size 0 (count < p) send nothing
@@ -49,7 +57,7 @@ void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp)
     /* plan the halving ranges first, to size the two receive buffers */
     size_t lo = 0, hi = sp->count, tmp_elems[2] = {0, 0};
     for (int i = 0; i < k; i++) {
-        int m = f.p >> (i + 1);
+        int m = 1 << i;
         size_t mid = lo + (hi - lo) / 2;
         if ((f.v & m) == 0) {
             keep[i] = (range_t){lo, mid};
@@ -69,7 +77,7 @@ void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp)
 
     for (int i = 0; i < k; i++) {
         int x = i % 2;
-        int peer = pc_fold_index(&f, f.v ^ (f.p >> (i + 1)));
+        int peer = pc_fold_index(&f, f.v ^ (1 << i));
         size_t ss = sent[i].hi - sent[i].lo, ks = keep[i].hi - keep[i].lo;
         sent_step[i] = -1;
         if (ss) {
@@ -93,7 +101,7 @@ void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp)
     int nag = 0, prev = last;
     for (int j = 0; j < k; j++) {
         int i = k - 1 - j;
-        int peer = pc_fold_index(&f, f.v ^ (1 << j));
+        int peer = pc_fold_index(&f, f.v ^ (1 << i));
         size_t mine = hi - lo, theirs = sent[i].hi - sent[i].lo;
         int snd = -1, rcv = -1;
         if (mine) {
