@@ -14,7 +14,7 @@
 # under /run, removed by `down`.
 #
 #   scripts/cluster.sh [--prefix P] up N [--ranks-per-node K] [--rate R] [--latency L]
-#   scripts/cluster.sh [--prefix P] run -np NP [--] CMD [ARGS...]
+#   scripts/cluster.sh [--prefix P] run [--mca K V]... [-x VAR]... -np NP [--] CMD [ARGS...]
 #   scripts/cluster.sh [--prefix P] status
 #   scripts/cluster.sh [--prefix P] down
 #
@@ -24,6 +24,8 @@
 #   --rate R            link rate, tc units: 1gbit, 100mbit, ... (default 1gbit)
 #   --latency L         one-way delay, e.g. 100us, if the kernel has netem;
 #                       otherwise refused with the reason (default none)
+#   --mca K V, -x VAR   passed to mpirun (an MCA parameter; an environment
+#                       variable exported to every rank)
 #
 # Needs root, ip (iproute2), tc, unshare and Open MPI's mpirun.
 set -eu
@@ -31,12 +33,13 @@ set -eu
 prefix=pcl
 prog=cluster.sh
 die() { echo "$prog: $*" >&2; exit 1; }
-usage() { sed -n '17,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# the usage is the comment's block from "scripts/cluster.sh [" to the blank line before "Needs root"
+usage() { sed -n '/^#   scripts\/cluster.sh \[/,/^# Needs root/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
     case $1 in
         --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
-        -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,/^# Needs root/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) break ;;
     esac
 done
@@ -172,9 +175,18 @@ cmd_run() {
     need_root
     . "$state/env"
     np=
+    extra=
     while [ $# -gt 0 ]; do
         case $1 in
             -np | -n) [ $# -ge 2 ] || usage; np=$2; shift 2 ;;
+            --mca | -x)
+                n=2
+                [ "$1" = -x ] || n=3
+                [ $# -ge $n ] || usage
+                case "$2${3-}" in *[[:space:]\*?[]*) die "run: $1 $2: no blanks or wildcards, please" ;; esac
+                if [ $n -eq 3 ]; then extra="$extra --mca $2 $3"; else extra="$extra -x $2"; fi
+                shift $n
+                ;;
             --) shift; break ;;
             *) break ;;
         esac
@@ -194,7 +206,7 @@ cmd_run() {
         env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         "$mpirun" --oversubscribe --bind-to none -np "$np" --host "$hosts" --map-by slot \
         --mca plm_rsh_agent "$state/agent" --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
-        --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" \
+        --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" $extra \
         "$@"
 }
 

@@ -52,16 +52,27 @@ static int check_mpi_threads(int *owns_mpi)
     return PCOLL_SUCCESS;
 }
 
-/* Collective: does this node run more threads (two per rank: application and
- * progress) than it has CPUs, or is this process bound to a single CPU? */
-static int detect_oversubscription(MPI_Comm comm)
+/* Collective: which ranks share a node (MPI_COMM_TYPE_SHARED), as
+ * ctx->node_of; returns the number of ranks on this one (1 if MPI cannot
+ * say: every rank is then a node of its own, alike at every rank). */
+static int detect_nodes(pcoll_t *ctx, const char *fn, int *rc)
 {
     MPI_Comm node;
-    int local = 1;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    int local = 1, label = ctx->rank;
+    if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_size(node, &local);
+        MPI_Allreduce(MPI_IN_PLACE, &label, 1, MPI_INT, MPI_MIN, node);
         MPI_Comm_free(&node);
     }
+    int mrc = MPI_Allgather(&label, 1, MPI_INT, ctx->node_of, 1, MPI_INT, ctx->comm);
+    if (mrc != MPI_SUCCESS && *rc == PCOLL_SUCCESS) *rc = pc_mpi_error(mrc, fn, "MPI_Allgather");
+    return local;
+}
+
+/* Does this node run more threads (two per rank: application and progress)
+ * than it has CPUs, or is this process bound to a single CPU? */
+static int oversubscribed(int local)
+{
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t mask;
     int mine = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : (int)online;
@@ -91,6 +102,7 @@ static void destroy(pcoll_t *ctx)
     pc_idpool_destroy(&ctx->ids);
     free(ctx->world.busy);
     free(ctx->object_channels);
+    free(ctx->node_of);
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
     if (ctx->ctrl_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->ctrl_comm);
     pthread_mutex_destroy(&ctx->lock);
@@ -173,14 +185,22 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
         return rc;
     }
 
+    int size = 0;
+    MPI_Comm_size(comm, &size);
     pcoll_t *ctx = calloc(1, sizeof *ctx);
-    if (ctx) {
+    int *node_of = malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
+    if (ctx && node_of) {
         ctx->owns_mpi = owns_mpi;
         ctx->comm = MPI_COMM_NULL;
         ctx->ctrl_comm = MPI_COMM_NULL;
         pthread_mutex_init(&ctx->lock, NULL);
         ctx->world.broken_seq = UINT64_MAX;
         atomic_init(&ctx->inflight, 0);
+        ctx->node_of = node_of;
+    } else { /* no memory: every rank fails at the next agreement */
+        free(ctx);
+        free(node_of);
+        ctx = NULL;
     }
     /* the duplicate: collective; its failure at any rank fails all */
     int mrc = MPI_Comm_dup(comm, ctx ? &ctx->comm : &(MPI_Comm){MPI_COMM_NULL});
@@ -205,7 +225,7 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     pc_log_set_rank(ctx->rank);
     /* the policy defaults depend on the machine (collective); the variables
      * still win */
-    ctx->oversubscribed = detect_oversubscription(ctx->comm);
+    ctx->oversubscribed = oversubscribed(detect_nodes(ctx, fn, &rc));
     pc_config_defaults(&cfg, ctx->oversubscribed);
     pc_config_from_env(&cfg, fn, &bad); /* parsed fine above */
     atomic_init(&ctx->algo, (int)cfg.algo);

@@ -42,6 +42,7 @@ struct pcoll_ctx {
     int rank, size;
     int owns_mpi;  /* pcoll_init initialized MPI */
     int oversubscribed; /* this node runs more threads than it has CPUs */
+    int *node_of;   /* [size]: the smallest rank on each rank's node (MPI_COMM_TYPE_SHARED) */
     atomic_int algo;
     _Atomic size_t direct_bytes, small_bytes;
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */

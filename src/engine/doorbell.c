@@ -87,6 +87,8 @@ void pc_doorbells_destroy(pc_doorbells_t *d)
 
 int pc_doorbells_all_local(const pc_doorbells_t *d) { return d->shared && d->all_local; }
 
+int pc_doorbells_reachable(const pc_doorbells_t *d, int peer) { return peer_bell(d, peer) != NULL; }
+
 uint32_t pc_doorbell_seq(const pc_doorbells_t *d) { return atomic_load(&d->mine->seq); }
 
 void pc_doorbell_sleep(pc_doorbells_t *d, uint32_t seq, long timeout_us, pc_sleep_mode_t mode, pc_sleeper_t who)

@@ -35,6 +35,8 @@ void pc_doorbells_destroy(pc_doorbells_t *d);
 
 /* 1 when every rank of the communicator can ring this rank. */
 int pc_doorbells_all_local(const pc_doorbells_t *d);
+/* 1 when this rank can ring `peer` (a rank on its node, bells shared). */
+int pc_doorbells_reachable(const pc_doorbells_t *d, int peer);
 
 /* How a thread sleeps: with nothing in flight only control messages should
  * wake it; with an operation in flight, its data too. */

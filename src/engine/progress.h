@@ -134,9 +134,8 @@ int pc_engine_kick(pc_engine_t *e, int peer, int key);
  * of `key` runs at the wait's first look; nobody is woken for it (a wait
  * that cannot take the progress token rings for it). */
 void pc_engine_mark(pc_engine_t *e, int key);
-/* 1 if every rank of the engine's communicator can be kicked (one node,
- * doorbells in shared memory). */
-int pc_engine_can_kick_all(const pc_engine_t *e);
+/* 1 if rank `peer` can be kicked (on this node, doorbells in shared memory). */
+int pc_engine_can_kick(const pc_engine_t *e, int peer);
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e);
 MPI_Comm pc_engine_comm(const pc_engine_t *e);

@@ -4,14 +4,17 @@
  * sums them, and how the result reaches each rank.  One is chosen when the
  * object is created and used through this interface only:
  *
- *   backend_shm.c   every rank on one node: pending buffers, activation
- *                   records and results in node-shared memory; any rank
- *                   takes the parts and sums; no messages at all
- *   backend_msg.c   anything else, and GROUP objects: pending in process
- *                   memory, activation broadcast over links
- *                   (algo/activation.h), per round an allreduce schedule
- *                   over the round's members (all ranks, or the rank's
- *                   group: pc_policy_members), FIN at the end
+ *   backend_shm.c   pending buffers, activation records and results in
+ *                   node-shared memory; any rank of a node takes its parts
+ *                   and sums; no messages inside a node; when the ranks
+ *                   span nodes, the node leaders pass activations on and
+ *                   add the node sums up by messages (internode.c)
+ *   backend_msg.c   anything else (every node has one rank, the object is
+ *                   too large, or GROUP objects across nodes): pending in
+ *                   process memory, activation broadcast over links
+ *                   (links.c), per round an allreduce schedule over the
+ *                   round's members (all ranks, or the rank's group:
+ *                   pc_policy_members), FIN at the end
  *
  *   driver (driver.c)                       backend
  *   -----------------                       -------
@@ -56,8 +59,8 @@ enum {
     PC_MSG_FLUSH = 2,     /* to the leader: I am flushing                   */
     PC_MSG_FREE = 3,      /* to the leader: I am freeing the object         */
     PC_MSG_BACKEND = 16,  /* and above: the backend's own                   */
-    PC_MSG_ACTIVATE = 16, /* backend_msg: round, flags, root, [counted]     */
-    PC_MSG_FIN = 17       /* backend_msg: the sender's last message on a link */
+    PC_MSG_ACTIVATE = 16, /* links.h: round, flags, root, [counted]         */
+    PC_MSG_FIN = 17       /* links.h: the sender's last message on a link   */
 };
 
 /* What a backend knows of its object, and how it reports back. */
@@ -143,10 +146,13 @@ struct pc_backend {
     pc_backend_env_t env;
 };
 
-/* Collective over comm: a node-shared backend if `use` at every rank, two
- * ranks or more, all on one node, every rank's doorbell reachable and a free
- * kick key; else *out = NULL (and PCOLL_SUCCESS). */
-int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pc_backend_t **out);
+/* Collective over comm: a node-shared backend if `use` at every rank, some
+ * node with two ranks or more (GROUP objects whose rounds sum in groups:
+ * every rank on one node), every doorbell of a node reachable from its
+ * ranks and a free kick key; else *out = NULL (and PCOLL_SUCCESS).  forced,
+ * small_bytes: the allreduce setting for the node leaders' exchange. */
+int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pcoll_allreduce_algo_t forced,
+                          size_t small_bytes, pc_backend_t **out);
 /* Local: the message backend.  forced: the context's algorithm setting
  * (PCOLL_ALGO_AUTO: chosen per round's size, never direct). */
 int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t forced, size_t small_bytes,

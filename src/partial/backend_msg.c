@@ -44,12 +44,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../algo/activation.h"
 #include "../algo/allreduce.h"
 #include "../core/stall.h"
 #include "../engine/reduce.h"
 #include "../util/log.h"
 #include "backend.h"
+#include "links.h"
 #include "policy.h"
 
 typedef struct act_slot {
@@ -97,18 +97,12 @@ typedef struct msg_backend {
     int running_root, running_parked;
     void *round_buf;
     int finishing;             /* the last round is done: collecting FINs */
-    uint64_t fins_pending;     /* links whose FIN has not arrived (mask) */
+    pc_links_t links;          /* activation links and FINs among every rank */
     pc_task_t kick_task;       /* a deferred start, posted by the application */
     atomic_int kick_posted;
 } msg_backend_t;
 
 static msg_backend_t *M(pc_backend_t *b) { return (msg_backend_t *)b; }
-
-static uint64_t all_links(int P)
-{
-    int d = pc_act_ndims(P);
-    return d >= 64 ? ~0ULL : (1ULL << d) - 1;
-}
 
 static void try_start(msg_backend_t *m);
 
@@ -178,33 +172,7 @@ static uint64_t msg_activated(const pc_backend_t *b)
 
 /* ---- activation ---- */
 
-static void msg_open(pc_backend_t *b) { M(b)->fins_pending = all_links(b->env.P); }
-
-/* Sends round's activation on `links` (a mask of this rank's links). */
-static int send_activation(msg_backend_t *m, uint64_t round, int root, uint32_t flags, const unsigned char *counted,
-                           uint64_t links)
-{
-    const pc_backend_env_t *env = &m->base.env;
-    if (!links) return 0;
-    size_t bytes = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
-    _Alignas(pc_obj_msg_t) unsigned char stack[sizeof(pc_obj_msg_t) + 64]; /* P <= 512: no allocation */
-    pc_obj_msg_t *out = bytes <= sizeof stack ? (pc_obj_msg_t *)stack : malloc(bytes);
-    if (!out) {
-        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to forward an activation");
-        return -1;
-    }
-    memset(out, 0, sizeof *out);
-    out->type = PC_MSG_ACTIVATE;
-    out->flags = flags;
-    out->round = round;
-    out->root = root;
-    out->counted = counted != NULL;
-    if (counted) memcpy(out + 1, counted, env->bitmap_bytes);
-    for (int k = 0; links; k++, links >>= 1)
-        if (links & 1) env->send(env->owner, pc_act_peer(env->P, env->me, k), out, bytes);
-    if ((unsigned char *)out != stack) free(out);
-    return 0;
-}
+static void msg_open(pc_backend_t *b) { pc_links_init(&M(b)->links, b->env.P, b->env.me, NULL); }
 
 static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flags, const unsigned char *counted,
                         int from_link)
@@ -221,12 +189,12 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
          * remembers the links used, unless a later round took it: then a
          * link may carry the round twice, which the receiver absorbs). */
         if (!pc_policy_in_groups(&env->policy, round, flags)) return 0;
-        uint64_t links = pc_act_forward_mask(env->P, from_link);
+        uint64_t links = pc_links_forward(&m->links, from_link);
         if (s->round == round) {
             links &= ~s->used_links;
             s->used_links |= links;
         }
-        return send_activation(m, round, root, flags, counted, links) < 0 ? -1 : 0;
+        return pc_links_activate(&m->links, env, round, root, flags, counted, links) < 0 ? -1 : 0;
     }
     if (s->round != round) {
         if (s->activated && s->round >= atomic_load(&m->done)) {
@@ -256,9 +224,10 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
         if (m->activated_upto < round + 1) m->activated_upto = round + 1;
         pthread_mutex_unlock(&m->lock);
     }
-    uint64_t links = pc_act_forward_mask(env->P, from_link) & ~s->used_links;
+    uint64_t links = pc_links_forward(&m->links, from_link) & ~s->used_links;
     s->used_links |= links;
-    if (send_activation(m, round, s->root, s->flags, s->has_counted ? s->counted : NULL, links) < 0) return -1;
+    if (pc_links_activate(&m->links, env, round, s->root, s->flags, s->has_counted ? s->counted : NULL, links) < 0)
+        return -1;
     if (first) {
         env->activated(env->owner, round, flags);
         try_start(m);
@@ -271,14 +240,13 @@ static void msg_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
     msg_backend_t *m = M(b);
     const pc_backend_env_t *env = &b->env;
     const pc_obj_msg_t *h = msg;
-    int link = pc_act_dim_from(env->P, env->me, src);
+    int link = pc_links_from(&m->links, src);
     if (link < 0) {
         pc_log(PCOLL_LOG_ERROR, "partial: activation from rank %d, which is not a link source", src);
         return;
     }
     if (h->type == PC_MSG_FIN) {
-        m->fins_pending &= ~(1ULL << link);
-        if (m->finishing && m->fins_pending == 0) env->drained(env->owner);
+        if (pc_links_fin(&m->links, link)) env->drained(env->owner);
     } else if (h->type == PC_MSG_ACTIVATE) {
         if (h->counted && bytes < sizeof *h + env->bitmap_bytes) {
             pc_log(PCOLL_LOG_ERROR, "partial: a truncated activation from rank %d", src);
@@ -426,12 +394,7 @@ static void msg_close(pc_backend_t *b)
     msg_backend_t *m = M(b);
     const pc_backend_env_t *env = &b->env;
     m->finishing = 1;
-    pc_obj_msg_t fin;
-    memset(&fin, 0, sizeof fin);
-    fin.type = PC_MSG_FIN;
-    fin.root = env->me;
-    for (int k = 0; k < pc_act_ndims(env->P); k++) env->send(env->owner, pc_act_peer(env->P, env->me, k), &fin, sizeof fin);
-    if (m->fins_pending == 0) env->drained(env->owner); /* no links (P = 1), or every FIN came first */
+    if (pc_links_close(&m->links, env)) env->drained(env->owner); /* no links (P = 1), or every FIN came first */
 }
 
 static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)

@@ -1,11 +1,14 @@
 /*
- * The node-shared backend of partial rounds (backend.h): when every rank
- * shares one node, pending contributions, activations and results live in
- * node-shared memory, so a round needs no message and wakes only the ranks
- * that wait for it.
+ * The node-shared backend of partial rounds (backend.h): on each node,
+ * pending contributions, activations and results live in node-shared
+ * memory, so a round needs no message inside a node and wakes only the
+ * ranks that wait for it.  When the ranks span several nodes, each node
+ * sums its own ranks' parts this way and the node leaders (the smallest
+ * rank of each node) add the node sums up by messages (internode.h); on
+ * one node that step is empty.
  *
- *   rank j's segment                      rank 0's segment, in addition
- *   ----------------                      -----------------------------
+ *   rank j's segment                      the node leader's, in addition
+ *   ----------------                      ------------------------------
  *   state: taken | WAITING | ADDING |     activated, done: rounds so far
  *          TAKING | cur                   record[r % 2]: root, flags, the
  *   pending[0], pending[1]  (cur: the       leader's bitmap of parked ranks
@@ -23,12 +26,19 @@
  *     (REPLACE, AVERAGE: the buffer holding j's latest contribution is the
  *     deposit; cur flips only if that is cur, else the last deposit is
  *     taken again, unchanged: no copy)
- *   the P-th part (or whoever finds the sum blocked and can do it):
+ *   the node's last part (or whoever finds the sum blocked and can do it):
  *     result[r % 2] = the record and the sum of the deposits (GROUP: each
- *     group's sum into its leader's sum[r % 2]), done = r + 1, kick every j
+ *     group's sum into its leader's sum[r % 2]), summed = r + 1; on one
+ *     node done = r + 1 at once, else the node leader adds the node sums
+ *     up in place (internode.h) and then sets done = r + 1; kick every j
  *     whose want is due; round r + 1 next if activated
  *   rank j, when kicked: copy its round's sum (its group's) for each round
  *     c < done it has not completed, env.completed, then consumed = c + 1
+ *   across nodes, the node leader passes this node's activations on to
+ *     the other leaders, and writes theirs into this node's record
+ *
+ * GROUP objects whose rounds sum inside groups use this backend only when
+ * every rank is on one node (a group may span nodes).
  *
  * Group rounds (WAGMA) run here like the others, one after the other: a
  * round's parts are taken by whoever comes, so nobody waits for a rank
@@ -37,10 +47,11 @@
  * Only one round is taken at a time (round r's parts only once r - 1 is
  * done), and at most two are activated and not done (a flush or free round
  * may follow a running one), hence two records, deposits and results.  A
- * result slot is summed into only when every rank has consumed the round it
- * held before; a sum that finds a rank behind kicks it and is done by the
- * first helper that finds the way clear.  An application that is adding
- * when its part is taken is skipped; it gives its part itself when done.
+ * result slot is summed into only when every rank of the node has consumed
+ * the round it held before; a sum that finds a rank behind kicks it and is
+ * done by the first helper that finds the way clear.  An application that
+ * is adding when its part is taken is skipped; it gives its part itself
+ * when done.
  *
  * A rank learns of rounds through kicks on the object's key (a keyed poller,
  * engine/progress.h): it costs nothing while nobody kicks, however many
@@ -57,6 +68,7 @@
 #include "../engine/reduce.h"
 #include "../util/log.h"
 #include "backend.h"
+#include "internode.h"
 #include "policy.h"
 
 #define LINE 64
@@ -89,22 +101,26 @@ typedef struct record {
     /* followed by the bitmap of ranks counted as parked */
 } record_t;
 
-/* the rounds' shared state, in rank 0's segment */
+/* the rounds' shared state, in the node leader's segment */
 typedef struct node_ctl {
     atomic_ullong activated; /* rounds activated */
     char pad1[LINE - sizeof(atomic_ullong)];
-    atomic_ullong done;        /* rounds summed */
+    atomic_ullong done;        /* rounds whose result is complete */
+    atomic_ullong summed;      /* rounds whose node sum is complete (= done on one node) */
     atomic_ullong sum_claimed; /* rounds whose sum someone took on */
     atomic_uint parts[2];      /* parts taken for the slot's round */
     atomic_ullong owner[2];    /* the slot's record is (being) written for owner - 1 */
     atomic_ullong blocked;     /* rounds whose blocked sum woke the ranks behind */
-    char pad2[LINE - 5 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
+    char pad2[LINE - 6 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
 } node_ctl_t;
 
 typedef struct shm_backend {
     pc_backend_t base;
-    pc_nodemem_t mem; /* mem.seg[rank]: that rank's segment */
+    pc_nodemem_t mem; /* mem.seg[rank]: that rank's segment (ranks of this node) */
     int P, me;
+    int *local, nlocal; /* this node's ranks, increasing; local[0] leads it */
+    int *leaders, nnodes; /* every node's leader, in node order */
+    pc_internode_t *net; /* at a node leader when the ranks span nodes */
     int key;          /* the kick key (the same at every rank) */
     size_t data_bytes; /* count elements */
     size_t stride, rec_bytes;
@@ -115,6 +131,7 @@ typedef struct shm_backend {
     int *own_members; /* the token holder's */
     /* token holder */
     uint64_t completed; /* rounds handed to the driver */
+    uint64_t forwarded; /* node leader: activations passed to the other nodes */
     int closed;
 } shm_backend_t;
 
@@ -128,19 +145,19 @@ static unsigned char *pending_of(const shm_backend_t *s, int rank, int b)
     return (unsigned char *)s->mem.seg[rank] + sizeof(rank_ctl_t) + (size_t)b * s->stride;
 }
 
-/* The sum of the round in `slot` that `leader`'s group shares (leader 0
- * and the one sum when rounds are not in groups). */
+/* The sum of the round in `slot` that `leader`'s group shares (the result
+ * slot's sum when rounds are not in groups). */
 static unsigned char *sum_of(const shm_backend_t *s, int leader, int slot)
 {
     return s->grouped ? pending_of(s, leader, 2 + slot) : s->result[slot] + s->rec_bytes;
 }
 
 /* The smallest member of rank j's group in round r (activated with flags),
- * members: room for P; 0 when the round sums every rank. */
+ * members: room for P; the node's leader when the round sums every rank. */
 static int leader_of(const shm_backend_t *s, uint64_t r, uint32_t flags, int j, int *members)
 {
     const pc_policy_t *pol = &s->base.env.policy;
-    if (!s->grouped || !pc_policy_in_groups(pol, r, flags)) return 0;
+    if (!s->grouped || !pc_policy_in_groups(pol, r, flags)) return s->local[0];
     (void)pc_policy_members(pol, r, flags, j, members);
     return members[0];
 }
@@ -179,10 +196,11 @@ static uint64_t shm_contribute(pc_backend_t *b, const void *contribution, int (*
     const pc_backend_env_t *env = &b->env;
     rank_ctl_t *c = ctl_of(s, s->me);
     uint64_t st = acquire_own(s, ST_ADDING); /* no take of our part from here ... */
-    /* the buffer was last read by the sum of an earlier round, which `done`
-     * published before a take made it current again: acquire that too (the
-     * take may have run in another process, out of a sanitizer's sight) */
-    (void)atomic_load(&s->nc->done);
+    /* the buffer was last read by the sum of an earlier round, which
+     * `summed` published before a take made it current again: acquire that
+     * too (the take, and across nodes the exchange that let it happen, may
+     * have run in another process, out of a sanitizer's sight) */
+    (void)atomic_load(&s->nc->summed);
     if (contribution) {
         int bi = (int)(st & ST_CUR);
         unsigned char *dst = pending_of(s, s->me, bi);
@@ -270,23 +288,54 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
     return 1;
 }
 
-/* Sums round r if all its parts are in and its result slot is free. */
+/* Round r's result is complete: done = r + 1, and every rank of the node
+ * whose want is due is kicked (this one too if kick_self; else it
+ * completes the round at its next look anyway). */
+static void publish_done(shm_backend_t *s, uint64_t r, int kick_self)
+{
+    /* seq_cst store, then seq_cst loads of want: a rank either sees done or
+     * is seen here (it stores want before it looks at done) */
+    atomic_store(&s->nc->done, r + 1);
+    for (int i = 0; i < s->nlocal; i++) {
+        int j = s->local[i];
+        uint64_t w = atomic_load(&ctl_of(s, j)->want);
+        if ((j != s->me || kick_self) && w != 0 && w <= r + 1) kick(s, j);
+    }
+}
+
+/* sum = the deposits of slot's round of the n ranks m[] (trailer included) */
+static void sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int n, int slot)
+{
+    const pc_backend_env_t *env = &s->base.env;
+    const void *first = pending_of(s, m[0], (int)ctl_of(s, m[0])->deposit[slot]);
+    if (n == 1) {
+        memcpy(sum, first, env->bytes);
+        return;
+    }
+    pc_reduce_sum(sum, first, pending_of(s, m[1], (int)ctl_of(s, m[1])->deposit[slot]), env->count + 2, env->dtype);
+    for (int i = 2; i < n; i++)
+        pc_reduce_sum(sum, sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]), env->count + 2,
+                      env->dtype);
+}
+
+/* Sums round r if all this node's parts are in and its result slot is
+ * free. */
 static int try_sum(shm_backend_t *s, uint64_t r)
 {
     const pc_backend_env_t *env = &s->base.env;
     node_ctl_t *nc = s->nc;
     int slot = (int)(r % 2);
-    if (atomic_load(&nc->parts[slot]) < (unsigned)s->P) return 0;
+    if (atomic_load(&nc->parts[slot]) < (unsigned)s->nlocal) return 0;
     if (r >= 2) { /* the slot holds round r - 2 until every rank has copied it */
         int clear = 1;
-        for (int j = 0; j < s->P; j++) clear &= atomic_load(&ctl_of(s, j)->consumed) >= r - 1;
+        for (int i = 0; i < s->nlocal; i++) clear &= atomic_load(&ctl_of(s, s->local[i])->consumed) >= r - 1;
         if (!clear) {
             /* the first to find round r blocked wakes those behind (once:
              * each then copies, helps, and the last of them sums) */
             uint64_t seen = atomic_load(&nc->blocked);
             if (seen <= r && atomic_compare_exchange_strong(&nc->blocked, &seen, r + 1))
-                for (int j = 0; j < s->P; j++)
-                    if (atomic_load(&ctl_of(s, j)->consumed) < r - 1) kick(s, j);
+                for (int i = 0; i < s->nlocal; i++)
+                    if (atomic_load(&ctl_of(s, s->local[i])->consumed) < r - 1) kick(s, s->local[i]);
             return 0;
         }
     }
@@ -295,42 +344,26 @@ static int try_sum(shm_backend_t *s, uint64_t r)
     /* acquire every rank's state: each deposit was written under an ADDING
      * or TAKING bit that a release on the state cleared (the takes since are
      * read-modify-writes: the release sequence goes on) */
-    for (int j = 0; j < s->P; j++) (void)atomic_load(&ctl_of(s, j)->state);
+    for (int i = 0; i < s->nlocal; i++) (void)atomic_load(&ctl_of(s, s->local[i])->state);
     memcpy(s->result[slot], s->record[slot], s->rec_bytes);
     uint32_t flags = ((const record_t *)s->record[slot])->flags;
-    /* one sum per group: each led by its smallest member (one group of all
-     * unless a GROUP round) */
-    int *m = s->sum_members;
-    for (int lead = 0; lead < s->P; lead++) {
-        int n = s->P;
-        if (s->grouped && pc_policy_in_groups(&env->policy, r, flags)) {
-            n = pc_policy_members(&env->policy, r, flags, lead, m);
-            if (m[0] != lead) continue; /* summed with its leader's group */
-        } else if (lead > 0) {
-            break;
-        } else {
-            for (int j = 0; j < s->P; j++) m[j] = j;
+    if (s->grouped && pc_policy_in_groups(&env->policy, r, flags)) {
+        /* one sum per group, kept by its smallest member (GROUP objects
+         * use this backend with every rank on this node) */
+        int *m = s->sum_members;
+        for (int lead = 0; lead < s->P; lead++) {
+            int n = pc_policy_members(&env->policy, r, flags, lead, m);
+            if (m[0] == lead) sum_deposits(s, sum_of(s, lead, slot), m, n, slot);
         }
-        unsigned char *sum = sum_of(s, lead, slot);
-        const void *first = pending_of(s, m[0], (int)ctl_of(s, m[0])->deposit[slot]);
-        if (n == 1) {
-            memcpy(sum, first, env->bytes);
-            continue;
-        }
-        pc_reduce_sum(sum, first, pending_of(s, m[1], (int)ctl_of(s, m[1])->deposit[slot]), env->count + 2,
-                      env->dtype);
-        for (int i = 2; i < n; i++)
-            pc_reduce_sum(sum, sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]), env->count + 2,
-                          env->dtype);
+    } else {
+        sum_deposits(s, sum_of(s, s->local[0], slot), s->local, s->nlocal, slot);
     }
     atomic_store(&nc->parts[slot], 0); /* for round r + 2 */
-    /* seq_cst store, then seq_cst loads of want: a rank either sees done or
-     * is seen here (it stores want before it looks at done) */
-    atomic_store(&nc->done, r + 1);
-    for (int j = 0; j < s->P; j++) {
-        uint64_t w = atomic_load(&ctl_of(s, j)->want);
-        if (j != s->me && w != 0 && w <= r + 1) kick(s, j);
-    }
+    atomic_store(&nc->summed, r + 1);
+    if (s->nnodes > 1)
+        kick(s, s->local[0]); /* the node leader adds the node sums up: it must look, even when it is this rank */
+    else
+        publish_done(s, r, 0);
     return 1;
 }
 
@@ -342,8 +375,8 @@ static int help(shm_backend_t *s)
     for (;;) {
         uint64_t r = atomic_load(&s->nc->done);
         if (atomic_load(&s->nc->activated) <= r) return did;
-        if (atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->P)
-            for (int j = 0; j < s->P; j++) did += try_take(s, j, r);
+        if (atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->nlocal)
+            for (int i = 0; i < s->nlocal; i++) did += try_take(s, s->local[i], r);
         if (!try_sum(s, r)) return did;
         did++;
     }
@@ -366,8 +399,34 @@ static void consume(shm_backend_t *s, uint64_t c, void *buf, int *root, uint32_t
     *parked = bit_of(s, res, s->me);
 }
 
+/* The node leader's part when the ranks span nodes: pass the rounds this
+ * node activated on to the other nodes, then add the node sums of the
+ * round in progress up with theirs (one round at a time, in order).  A
+ * round's record is still in place when it is passed on: round r + 2 is
+ * activated only after r was exchanged, which comes after this. */
+static int lead(shm_backend_t *s)
+{
+    int did = 0;
+    uint64_t a = atomic_load(&s->nc->activated);
+    for (; s->forwarded < a; s->forwarded++, did++) {
+        const unsigned char *rec = s->record[s->forwarded % 2];
+        const record_t *h = (const record_t *)rec;
+        if (pc_internode_initiated(s->net, s->forwarded, h->root, h->flags,
+                                   h->has_counted ? rec + sizeof(record_t) : NULL) < 0)
+            return did;
+    }
+    uint64_t d = atomic_load(&s->nc->done);
+    if (atomic_load(&s->nc->summed) > d && pc_internode_exchange(s->net, d, sum_of(s, s->me, (int)(d % 2))) == 1)
+        did++;
+    return did;
+}
+
+/* internode.h: round r's exchange between the nodes is over (the token
+ * holder, from the engine): complete it here, this rank included */
+static void exchanged(void *arg, uint64_t r) { publish_done(arg, r, 1); }
+
 /* The poller: completes here the rounds done in shared memory, in order,
- * then helps the running one along. */
+ * then helps the running one along (and at a node leader, its exchange). */
 static int poll_rounds(pc_engine_t *e, void *arg)
 {
     (void)e;
@@ -395,6 +454,7 @@ static int poll_rounds(pc_engine_t *e, void *arg)
         /* returns at once unless a round runs; a round it summed is
          * completed here at once (nobody kicks the rank that summed) */
         helped = s->closed ? 0 : help(s);
+        if (s->net && !s->closed) helped += lead(s);
         did += helped;
     } while (helped);
     return did;
@@ -407,10 +467,12 @@ static void shm_open(pc_backend_t *b)
     kick(s, s->me); /* rounds may have run before this rank opened */
 }
 
+/* from_link >= 0: the activation came from another node's leader (through
+ * internode.h, which passes it on); else a rank of this node decided it,
+ * and the node leader passes it on. */
 static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                         int from_link)
 {
-    (void)from_link;
     shm_backend_t *s = S(b);
     const pc_backend_env_t *env = &b->env;
     node_ctl_t *nc = s->nc;
@@ -442,35 +504,60 @@ static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, c
     PC_DEBUG("partial ch%u: activate round %llu root %d flags %u in shared memory: %d", env->channel,
              (unsigned long long)r, root, flags, rc);
     if (rc == 1) env->activated(env->owner, r, flags);
-    poll_rounds(env->engine, s); /* take, sum, and complete what it can */
+    if (rc == 1 && s->nnodes > 1 && s->me != s->local[0]) kick(s, s->local[0]); /* to pass it on */
+    if (from_link < 0)
+        poll_rounds(env->engine, s); /* take, sum, and complete what it can */
+    else
+        kick(s, s->me); /* the same once internode.h is done with the message */
     return rc;
+}
+
+static int activate_hook(void *arg, uint64_t r, int root, uint32_t flags, const unsigned char *counted, int h)
+{
+    shm_backend_t *s = arg;
+    return shm_activate(&s->base, r, root, flags, counted, h);
 }
 
 static void shm_kick(pc_backend_t *b) { poll_rounds(b->env.engine, S(b)); }
 
 static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
 {
-    (void)b;
-    (void)msg;
-    (void)bytes;
-    pc_log(PCOLL_LOG_ERROR, "partial: a data-phase message from rank %d for a node-shared object (dropped)", src);
+    shm_backend_t *s = S(b);
+    if (s->net)
+        pc_internode_message(s->net, src, msg, bytes, atomic_load(&s->nc->done));
+    else
+        pc_log(PCOLL_LOG_ERROR, "partial: a data-phase message from rank %d at a rank that leads no node (dropped)",
+               src);
 }
 
 static void shm_close(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
-    /* nothing of this object travels in messages here but arrivals at the
-     * leader, which end with FREE */
     s->closed = 1;
     pc_engine_set_poller(b->env.engine, s->key, NULL, NULL);
-    b->env.drained(b->env.owner);
+    /* nothing of this object travels in messages here but arrivals at the
+     * leader, which end with FREE, and at a node leader the other leaders'
+     * activations, which end with their FIN */
+    if (s->net)
+        pc_internode_close(s->net);
+    else
+        b->env.drained(b->env.owner);
 }
 
 static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
 {
     shm_backend_t *s = S(b);
     if (atomic_load(&s->nc->activated) <= r || atomic_load(&s->nc->done) > r) return;
-    for (int j = 0; j < s->P; j++) {
+    if (atomic_load(&s->nc->summed) > r) { /* this node's part is summed: the exchange between nodes waits */
+        if (s->net)
+            pc_internode_describe(s->net, r, p);
+        else
+            pc_probe_fallback(p, s->local[0],
+                              "it leads this node and has not finished the round's exchange with the other nodes");
+        return;
+    }
+    for (int i = 0; i < s->nlocal; i++) {
+        int j = s->local[i];
         uint64_t st = atomic_load(&ctl_of(s, j)->state);
         if ((st >> ST_SHIFT) == r && (st & ST_ADDING))
             pc_probe_fallback(p, j, "it is adding its contribution to the round (its process may be stopped)");
@@ -485,90 +572,130 @@ static int shm_gave(pc_backend_t *b, uint64_t r)
     return (atomic_load(&ctl_of(s, s->me)->state) >> ST_SHIFT) > r || atomic_load(&s->nc->done) > r;
 }
 
+/* frees what create made, the node-shared memory aside */
+static void release(shm_backend_t *s)
+{
+    if (!s) return;
+    pc_internode_destroy(s->net);
+    free(s->sum_members);
+    free(s->own_members);
+    free(s->local);
+    free(s->leaders);
+    free(s);
+}
+
 static void shm_destroy(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
     pc_nodemem_destroy(&s->mem);
     pc_engine_key_free(b->env.engine, s->key);
-    free(s->sum_members);
-    free(s->own_members);
-    free(s);
+    release(s);
 }
 
-static const pc_backend_ops_t shm_ops = {
-    .name = "shared-memory",
-    .contribute = shm_contribute,
-    .waiting = shm_waiting,
-    .want = shm_want,
-    .done = shm_done,
-    .activated = shm_activated,
-    .open = shm_open,
-    .activate = shm_activate,
-    .kick = shm_kick,
-    .message = shm_message,
-    .close = shm_close,
-    .describe = shm_describe,
-    .gave = shm_gave,
-    .destroy = shm_destroy,
-};
+/* Data phases are named after where the data moves: inside one node, or
+ * inside each node and between their leaders. */
+#define SHM_OPS(label)                                                                                                 \
+    {                                                                                                                  \
+        .name = label, .contribute = shm_contribute, .waiting = shm_waiting, .want = shm_want, .done = shm_done,       \
+        .activated = shm_activated, .open = shm_open, .activate = shm_activate, .kick = shm_kick,                      \
+        .message = shm_message, .close = shm_close, .describe = shm_describe, .gave = shm_gave,                        \
+        .destroy = shm_destroy,                                                                                        \
+    }
+static const pc_backend_ops_t shm_ops = SHM_OPS("shared-memory");
+static const pc_backend_ops_t hier_ops = SHM_OPS("hierarchical");
 
-int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pc_backend_t **out)
+/* This node's ranks and every node's leader from the context's node map
+ * (node_of[r]: the smallest rank on r's node), the same at every rank; the
+ * most ranks any node has.  -1 without memory. */
+static int layout(shm_backend_t *s, const int *node_of)
+{
+    int P = s->P, most = 0;
+    int *count = calloc((size_t)P, sizeof *count);
+    s->local = malloc(sizeof(int) * (size_t)P);
+    s->leaders = malloc(sizeof(int) * (size_t)P);
+    if (!count || !s->local || !s->leaders) {
+        free(count);
+        return -1;
+    }
+    for (int r = 0; r < P; r++) {
+        if (node_of[r] == node_of[s->me]) s->local[s->nlocal++] = r;
+        if (node_of[r] == r) s->leaders[s->nnodes++] = r;
+        if (++count[node_of[r]] > most) most = count[node_of[r]];
+    }
+    free(count);
+    return most;
+}
+
+int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pcoll_allreduce_algo_t forced,
+                          size_t small_bytes, pc_backend_t **out)
 {
     *out = NULL;
     shm_backend_t *s = calloc(1, sizeof *s);
-    int P = env->P, me = env->me;
+    int P = env->P, me = env->me, most = 0;
     /* GROUP objects whose groups are smaller than P: a sum per group, kept
      * by the group's leader */
     int grouped = env->policy.kind == PCOLL_PARTIAL_GROUP && env->policy.group_size < P;
     if (s) {
+        s->P = P;
+        s->me = me;
         s->sum_members = malloc(sizeof(int) * (size_t)P);
         s->own_members = malloc(sizeof(int) * (size_t)P);
-        if (!s->sum_members || !s->own_members) { /* the collective steps below still run, saying no */
-            free(s->sum_members);
-            free(s->own_members);
-            free(s);
+        /* no context (the caller failed before): no layout, no use */
+        most = env->ctx ? layout(s, env->ctx->node_of) : -1;
+        if (!s->sum_members || !s->own_members || most < 0) { /* the collective steps below still run, saying no */
+            release(s);
             s = NULL;
         }
     }
+    int leads = s && s->local[0] == me;
     size_t stride = ROUND_UP(env->bytes), rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
-    /* rank 0's segment also holds the rounds' state, records and results
-     * (zeroed: nothing activated); a GROUP object's ranks hold the sums of
-     * the groups they lead */
+    /* the node leader's segment also holds the rounds' state, records and
+     * results (zeroed: nothing activated); a GROUP object's ranks hold the
+     * sums of the groups they lead */
     size_t sums = grouped ? 2 * stride : 0;
     size_t mine = sizeof(rank_ctl_t) + 2 * stride + sums +
-                  (me == 0 ? sizeof(node_ctl_t) + 4 * rec_bytes + (grouped ? 0 : 2 * stride) : 0);
-    /* rounds here rely on kicks: only with every rank's doorbell at hand,
-     * and with a key that every rank allocates alike (checked below) */
-    int key = use && s ? pc_engine_key_alloc(env->engine) : -1;
-    use = use && s && P >= 2 && key >= 0 && pc_engine_can_kick_all(env->engine);
+                  (leads ? sizeof(node_ctl_t) + 4 * rec_bytes + (grouped ? 0 : 2 * stride) : 0);
+    /* worth it where some node has two ranks or more (else every part would
+     * travel by messages anyway); a GROUP object's groups may span nodes:
+     * one node only */
+    use = use && s && most >= 2 && !(grouped && s->nnodes > 1);
+    /* rounds here rely on kicks: only with the doorbell of every rank of the
+     * node at hand, and with a key that every rank allocates alike (checked
+     * below) */
+    for (int i = 0; use && i < s->nlocal; i++) use = pc_engine_can_kick(env->engine, s->local[i]);
+    int key = use ? pc_engine_key_alloc(env->engine) : -1;
+    use = use && key >= 0;
+    /* a node leader of ranks that span nodes: the exchange between nodes */
+    if (use && leads && s->nnodes > 1) {
+        int node = 0;
+        while (s->leaders[node] != me) node++;
+        pc_internode_hooks_t hooks = {s, activate_hook, exchanged};
+        use = pc_internode_create(env, s->leaders, s->nnodes, node, forced, small_bytes, &hooks, &s->net) ==
+              PCOLL_SUCCESS;
+    }
     pc_nodemem_t mem; /* collective: taken part in even without memory for s */
     int made = pc_nodemem_create(comm, mine, use, &mem) == 0;
-    /* every rank takes the same path: all of comm on one node, the same key */
-    int ok = made && mem.local_size == P;
+    /* every rank takes the same path: every node's memory (as the node map
+     * says), the same key */
+    int ok = made && s && mem.local_size == s->nlocal;
     int in[2] = {ok ? key : -1, ok ? -key : 1}, agreed[2] = {0, 0};
     int mrc = MPI_Allreduce(in, agreed, 2, MPI_INT, MPI_MIN, comm);
     int all = mrc == MPI_SUCCESS && agreed[0] >= 0 && agreed[0] == -agreed[1];
     if (!all) {
         if (made) pc_nodemem_destroy(&mem);
         if (key >= 0) pc_engine_key_free(env->engine, key);
-        if (s) {
-            free(s->sum_members);
-            free(s->own_members);
-        }
-        free(s);
+        release(s);
         return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : PCOLL_ERR_MPI;
     }
-    s->base.ops = &shm_ops;
+    s->base.ops = s->nnodes > 1 ? &hier_ops : &shm_ops;
     s->base.env = *env;
     s->mem = mem;
-    s->P = P;
-    s->me = me;
     s->key = key;
     s->data_bytes = env->count * env->esize;
     s->stride = stride;
     s->rec_bytes = rec_bytes;
     s->grouped = grouped;
-    s->nc = (node_ctl_t *)pending_of(s, 0, grouped ? 4 : 2);
+    s->nc = (node_ctl_t *)pending_of(s, s->local[0], grouped ? 4 : 2);
     s->record[0] = (unsigned char *)(s->nc + 1);
     s->record[1] = s->record[0] + rec_bytes;
     s->result[0] = s->record[1] + rec_bytes;

@@ -338,15 +338,17 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         p->channel = channel;
         p->id = id;
     }
-    /* the data phase: on one node and up to PCOLL_PARTIAL_SHM_BYTES,
-     * node-shared memory (collective: every rank takes part and all decide
+    /* the data phase: up to PCOLL_PARTIAL_SHM_BYTES, node-shared memory
+     * inside each node (collective: every rank takes part and all decide
      * alike, even one that failed above) ... */
     pc_backend_env_t env;
     if (p) pc_driver_env(p, &env);
     pc_backend_t *be = NULL;
+    pcoll_allreduce_algo_t forced = (pcoll_allreduce_algo_t)atomic_load(&ctx->algo);
+    size_t small_bytes = atomic_load(&ctx->small_bytes);
     if (p) {
         int use = rc == PCOLL_SUCCESS && count * es <= ctx->partial_shm_bytes;
-        int brc = pc_backend_shm_create(&env, ctx->comm, use, &be);
+        int brc = pc_backend_shm_create(&env, ctx->comm, use, forced, small_bytes, &be);
         if (rc == PCOLL_SUCCESS && brc != PCOLL_SUCCESS)
             rc = pc_error(brc, fn, "cannot set up node-shared memory for the object");
     } else {
@@ -356,7 +358,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         none.engine = ctx->engine;
         none.P = ctx->size;
         none.me = ctx->rank;
-        pc_backend_shm_create(&none, ctx->comm, 0, &be);
+        pc_backend_shm_create(&none, ctx->comm, 0, forced, small_bytes, &be);
     }
     if (p) p->be = be;
     /* ... else an allreduce in place over every rank, trailer included:
@@ -365,8 +367,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
      * rank then slow the activation down: a round at P = 16 took about 25%
      * longer) */
     if (rc == PCOLL_SUCCESS && !be) {
-        pcoll_allreduce_algo_t forced = (pcoll_allreduce_algo_t)atomic_load(&ctx->algo);
-        if ((rc = pc_backend_msg_create(&env, forced, atomic_load(&ctx->small_bytes), &p->be)) != PCOLL_SUCCESS)
+        if ((rc = pc_backend_msg_create(&env, forced, small_bytes, &p->be)) != PCOLL_SUCCESS)
             rc = pc_error(rc, fn, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(forced));
     }
     int attached = 0;

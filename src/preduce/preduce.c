@@ -423,30 +423,19 @@ static int free_for_finalize(void *object)
     return pcoll_preduce_free(&o);
 }
 
-/* Node labels of every rank: PCOLL_RANKS_PER_NODE blocks, else the node
- * MPI_COMM_TYPE_SHARED finds (the smallest rank on it).  *per_node: the
+/* Node labels of every rank: PCOLL_RANKS_PER_NODE blocks, else the
+ * context's node map (the smallest rank on each node).  *per_node: the
  * variable's value (0: unset). */
 static int node_labels(pcoll_t *ctx, int *labels, long *per_node, const char *fn)
 {
     *per_node = 0;
     const char *v = getenv("PCOLL_RANKS_PER_NODE");
-    int rc = PCOLL_SUCCESS;
     if (v && pc_parse_long(v, 1, 1 << 30, per_node) != 0) {
-        rc = pc_error(PCOLL_ERR_CONFIG, fn, "PCOLL_RANKS_PER_NODE=\"%s\" is not a whole number >= 1", v);
         *per_node = -1;
+        return pc_error(PCOLL_ERR_CONFIG, fn, "PCOLL_RANKS_PER_NODE=\"%s\" is not a whole number >= 1", v);
     }
-    /* collective either way: every rank takes part */
-    MPI_Comm node;
-    int mine = ctx->rank;
-    if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        MPI_Bcast(&mine, 1, MPI_INT, 0, node);
-        MPI_Comm_free(&node);
-    }
-    if (MPI_Allgather(&mine, 1, MPI_INT, labels, 1, MPI_INT, ctx->comm) != MPI_SUCCESS && rc == PCOLL_SUCCESS)
-        rc = pc_error(PCOLL_ERR_MPI, fn, "MPI_Allgather of the node labels failed");
-    if (*per_node > 0)
-        for (int r = 0; r < ctx->size; r++) labels[r] = r / (int)*per_node;
-    return rc;
+    for (int r = 0; r < ctx->size; r++) labels[r] = *per_node > 0 ? r / (int)*per_node : ctx->node_of[r];
+    return PCOLL_SUCCESS;
 }
 
 int pcoll_preduce_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pcoll_preduce_config_t *cfg,
@@ -496,11 +485,6 @@ int pcoll_preduce_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
     long per_node = 0;
     if (!labels) {
         if (rc == PCOLL_SUCCESS) rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory");
-        /* the others wait in the node collectives: take part in them
-         * with a spare table (this rank fails at the agreement after) */
-        static int spare[4096];
-        long ignored;
-        if (P <= 4096) node_labels(ctx, spare, &ignored, fn);
     } else {
         int lrc = node_labels(ctx, labels, &per_node, fn);
         if (rc == PCOLL_SUCCESS && lrc != PCOLL_SUCCESS) {

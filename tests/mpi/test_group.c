@@ -132,7 +132,9 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
     CHECK_RC(pcoll_partial_create(ctx, (size_t)P + 1, PCOLL_FLOAT64, &cfg, &p));
     const char *phase = getenv("PCOLL_TEST_DATA_PHASE"); /* the one the test runs on, if it says */
     if (phase && P > 1) CHECK(strcmp(pcoll_partial_data_phase(p), phase) == 0);
-    int shm = strcmp(pcoll_partial_data_phase(p), "shared-memory") == 0;
+    /* node-shared rounds (on one node, or in each node with the node
+     * leaders' exchange between them): one round after the other */
+    int shm = strcmp(pcoll_partial_data_phase(p), "messages") != 0;
     size_t n = (size_t)P + 1;
     double *c = calloc(n, sizeof *c), *out = calloc(n, sizeof *out), *got = calloc(n, sizeof *got);
     rng_t rng;
@@ -225,7 +227,8 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
     /* drift: with messages never more than the rotation's depth
      * (synchronous rounds only shorten it); in node-shared memory rounds are
      * summed one after the other, a round only once every rank copied the
-     * one two before it */
+     * one two before it (across nodes: every rank of its node, and the other
+     * nodes' sums wait for theirs) */
     double *times = malloc(sizeof(double) * (size_t)nrounds), *all_times = NULL;
     CHECK(times);
     for (int i = 0; i < nrounds; i++) times[i] = run.recs[i].t_us;
@@ -237,7 +240,7 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
     if (rank == 0) {
         drift = max_drift(all_times, P, nrounds);
         CHECK_MSG(drift <= bound, "group:%d at %d ranks (%s): two ranks were %d rounds apart, more than %d", S, P,
-                  shm ? "shared memory" : "messages", drift, bound);
+                  pcoll_partial_data_phase(p), drift, bound);
         free(all_times);
     }
     free(times);
