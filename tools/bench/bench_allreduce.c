@@ -9,6 +9,12 @@
  * after a barrier; its time is the slowest rank's.  Reported: the median over
  * repetitions, and pcoll / MPI_Allreduce.  float32 sum of integer values, so
  * results can be compared bit for bit (--no-verify skips the comparison).
+ *
+ * With --link-rate R (the rate of each node's link, each way), also the
+ * physical limit of an allreduce over N nodes: every node must send and
+ * receive 2 (N - 1) / N of the vector on its link, so no allreduce takes
+ * less than 2 (N - 1) / N x bytes / R; and the fraction of it each variant
+ * reached (limit / time).
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -35,6 +41,11 @@ static const char *help =
     "                  pcoll_us, mpi_us, impi_us, ratio (+ pcoll_min_us, pcoll_avg_us;\n"
     "                  with --plan: plan_us, ipcoll_us, plan_ratio)\n"
     "  --no-verify     do not compare pcoll's results with MPI_Allreduce's\n"
+    "  --link-rate R   each node's link rate (1gbit, 100mbit, ...): also the\n"
+    "                  limit 2 (N-1)/N x bytes / R for N nodes and the fraction\n"
+    "                  of it reached (columns limit_us, pcoll%, mpi%, impi%; JSON\n"
+    "                  nodes, link_limit_us, pcoll_of_limit, mpi_of_limit,\n"
+    "                  impi_of_limit)\n"
     "sizes take K, M, G suffixes (binary). Times are microseconds.\n";
 
 enum { V_PCOLL, V_MPI, V_IMPI, V_PLAN, V_IPCOLL, NV };
@@ -81,12 +92,14 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     size_t min_bytes = 8, max_bytes = (size_t)64 << 20;
     long iters = 0, warmup = 3;
     int json = 0, verify = 1, with_plan = 0;
+    double link_rate = 0; /* bit/s; 0: not given */
     pcoll_allreduce_algo_t algo = PCOLL_ALGO_AUTO;
     static struct option opts[] = {{"min-bytes", required_argument, 0, 'm'}, {"max-bytes", required_argument, 0, 'M'},
                                    {"iters", required_argument, 0, 'i'},     {"warmup", required_argument, 0, 'w'},
                                    {"algo", required_argument, 0, 'a'},      {"json", no_argument, 0, 'j'},
                                    {"no-verify", no_argument, 0, 'n'},       {"plan", no_argument, 0, 'p'},
-                                   {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+                                   {"link-rate", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
+                                   {0, 0, 0, 0}};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -106,6 +119,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         case 'j': json = 1; break;
         case 'n': verify = 0; break;
         case 'p': with_plan = 1; break;
+        case 'l': link_rate = tool_flag_rate(prog, "--link-rate", optarg); break;
         case 'h':
             if (rank == 0) fputs(help, stdout);
             return 0;
@@ -117,6 +131,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     if (max_bytes / 4 > (size_t)INT32_MAX) tool_usage_error(prog, "--max-bytes: MPI counts are limited to 2^31-1");
 
     pcoll_t *ctx = tool_pcoll_init();
+    int nodes = link_rate > 0 ? tool_count_nodes() : 1;
     if (algo != PCOLL_ALGO_AUTO) pcoll_set_allreduce_algo(ctx, algo);
     size_t maxcount = max_bytes / 4;
     float *in = malloc(maxcount * sizeof(float));
@@ -134,6 +149,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         printf("%10s  %-12s %6s %11s %11s %11s %9s", "bytes", "algo", "reps", "pcoll_us", "mpi_us", "impi_us",
                "pcoll/mpi");
         if (with_plan) printf(" %11s %11s %10s", "plan_us", "ipcoll_us", "plan/pcoll");
+        if (link_rate > 0) printf(" %11s %7s %7s %7s", "limit_us", "pcoll%", "mpi%", "impi%");
         printf("\n");
     }
     int failures = 0, nv = with_plan ? NV : V_PLAN;
@@ -181,6 +197,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         for (int r = 0; r < reps; r++) sum[V_PCOLL][r] /= size;
         double pmin = tool_median(fast[V_PCOLL], (size_t)reps), pavg = tool_median(sum[V_PCOLL], (size_t)reps);
         const char *aname = pcoll_allreduce_algo_name(pcoll_allreduce_algo_for(ctx, count * 4, size));
+        double limit = link_rate > 0 ? 2.0 * (nodes - 1) / nodes * (double)(count * 4) * 8 / link_rate * 1e6 : 0;
         if (rank == 0) {
             if (json) {
                 tool_json_t j;
@@ -200,6 +217,13 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                     tool_json_num(&j, "ipcoll_us", med[V_IPCOLL]);
                     tool_json_num(&j, "plan_ratio", med[V_PLAN] / med[V_PCOLL]);
                 }
+                if (link_rate > 0) {
+                    tool_json_int(&j, "nodes", nodes);
+                    tool_json_num(&j, "link_limit_us", limit);
+                    tool_json_num(&j, "pcoll_of_limit", limit / med[V_PCOLL]);
+                    tool_json_num(&j, "mpi_of_limit", limit / med[V_MPI]);
+                    tool_json_num(&j, "impi_of_limit", limit / med[V_IMPI]);
+                }
                 tool_json_int(&j, "reps", reps);
                 tool_json_str(&j, "verified", !verify ? "no" : anybad ? "FAILED" : "yes");
                 tool_json_end(&j, stdout);
@@ -207,6 +231,9 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                 printf("%10zu  %-12s %6d %11.1f %11.1f %11.1f %9.2f", count * 4, aname, reps, med[V_PCOLL], med[V_MPI],
                        med[V_IMPI], med[V_PCOLL] / med[V_MPI]);
                 if (with_plan) printf(" %11.1f %11.1f %10.2f", med[V_PLAN], med[V_IPCOLL], med[V_PLAN] / med[V_PCOLL]);
+                if (link_rate > 0)
+                    printf(" %11.1f %6.1f%% %6.1f%% %6.1f%%", limit, 100 * limit / med[V_PCOLL], 100 * limit / med[V_MPI],
+                           100 * limit / med[V_IMPI]);
                 printf("%s\n", anybad ? "  RESULT DIFFERS" : "");
                 fflush(stdout);
             }

@@ -1,5 +1,6 @@
 #include "tool.h"
 
+#include <errno.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -188,6 +189,116 @@ double tool_flag_double(const char *prog, const char *flag, const char *value, d
     if (pc_parse_double(value, &v) != 0 || v < min || v > max)
         tool_usage_error(prog, "%s: \"%s\" is not a number in %g..%g", flag, value ? value : "", min, max);
     return v;
+}
+
+double tool_flag_rate(const char *prog, const char *flag, const char *value)
+{
+    static const struct {
+        const char *unit;
+        double bits;
+    } units[] = {{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}};
+    char num[64];
+    const char *v = value ? value : "";
+    size_t len = strlen(v);
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+        size_t ul = strlen(units[u].unit);
+        double x;
+        if (len <= ul || len - ul >= sizeof num || strcmp(v + len - ul, units[u].unit) != 0) continue;
+        memcpy(num, v, len - ul);
+        num[len - ul] = '\0';
+        if (pc_parse_double(num, &x) == 0 && x > 0 && x < 1e6) return x * units[u].bits;
+        break;
+    }
+    tool_usage_error(prog, "%s: \"%s\" is not a rate such as 1gbit, 100mbit or 500kbit", flag, v);
+}
+
+int tool_count_nodes(void)
+{
+    MPI_Comm node;
+    int local_rank = 0, leaders = 1, is_leader;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &local_rank);
+        MPI_Comm_free(&node);
+    }
+    is_leader = local_rank == 0;
+    MPI_Allreduce(&is_leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    return leaders;
+}
+
+int tool_read_csv(const char *path, const char *const *names, int n, double **cols, int *which, int *nrows, char *err,
+                  size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[4096];
+    int pos[16], rows = 0, cap = 0, rc = -1;
+    for (int c = 0; c < n; c++) cols[c] = NULL;
+    if (n > 16 || !fgets(line, sizeof line, f)) {
+        snprintf(err, errlen, "%s: no header line", path);
+        goto out;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    for (int c = 0; c < n; c++) {
+        pos[c] = -1;
+        char alts[128];
+        snprintf(alts, sizeof alts, "%s", names[c]);
+        int alt = 0;
+        for (char *a = strtok(alts, "|"); a && pos[c] < 0; a = strtok(NULL, "|"), alt++) {
+            char hdr[4096];
+            snprintf(hdr, sizeof hdr, "%s", line);
+            int k = 0;
+            for (char *save = NULL, *h = strtok_r(hdr, ",", &save); h; h = strtok_r(NULL, ",", &save), k++)
+                if (!strcmp(h, a)) {
+                    pos[c] = k;
+                    if (which) which[c] = alt;
+                    break;
+                }
+        }
+        if (pos[c] < 0) {
+            snprintf(err, errlen, "%s: no column %s in its header \"%s\"", path, names[c], line);
+            goto out;
+        }
+    }
+    for (int lineno = 2; fgets(line, sizeof line, f); lineno++) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0]) continue;
+        if (rows == cap) {
+            cap = cap ? 2 * cap : 64;
+            for (int c = 0; c < n; c++) {
+                double *p = realloc(cols[c], sizeof(double) * (size_t)cap);
+                if (!p) {
+                    snprintf(err, errlen, "%s: out of memory", path);
+                    goto out;
+                }
+                cols[c] = p;
+            }
+        }
+        for (int c = 0; c < n; c++) {
+            char copy[4096], *save = NULL, *field = NULL;
+            snprintf(copy, sizeof copy, "%s", line);
+            int k = 0;
+            for (char *h = strtok_r(copy, ",", &save); h; h = strtok_r(NULL, ",", &save), k++)
+                if (k == pos[c]) field = h;
+            if (!field || pc_parse_double(field, &cols[c][rows]) != 0) {
+                snprintf(err, errlen, "%s line %d: column %s is not a number", path, lineno, names[c]);
+                goto out;
+            }
+        }
+        rows++;
+    }
+    *nrows = rows;
+    rc = 0;
+out:
+    fclose(f);
+    if (rc != 0)
+        for (int c = 0; c < n; c++) {
+            free(cols[c]);
+            cols[c] = NULL;
+        }
+    return rc;
 }
 
 double tool_now_us(void) { return MPI_Wtime() * 1e6; }

@@ -43,6 +43,18 @@ int tool_split_list(const char *prog, const char *flag, const char *text, char o
 void tool_byte_range(const char *prog, size_t *min_bytes, size_t max_bytes);
 void tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
+/* A link rate in tc's units (1gbit, 100mbit, 500kbit, 64bit), in bit/s. */
+double tool_flag_rate(const char *prog, const char *flag, const char *value);
+/* Collective over MPI_COMM_WORLD: how many nodes (MPI_COMM_TYPE_SHARED). */
+int tool_count_nodes(void);
+
+/* A CSV file with a header line: the columns named in `names` (n of them;
+ * a name "a|b" takes whichever of a or b the header has, *which = the
+ * index of the one found, per column) as numbers, rows in file order into
+ * cols[c] (malloc'ed, *nrows of them).  0, or -1 with a message in err. */
+int tool_read_csv(const char *path, const char *const *names, int n, double **cols, int *which, int *nrows, char *err,
+                  size_t errlen);
+
 /* Wall-clock microseconds (MPI_Wtime). */
 double tool_now_us(void);
 
