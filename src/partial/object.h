@@ -57,6 +57,9 @@ struct pcoll_partial {
     pcoll_round_observer_t observer; /* (L) */
     void *observer_arg;              /* (L) */
     uint64_t flush_calls;        /* application: flushes begun */
+    int flush_resumes;           /* application: the last flush timed out; the
+                                    next call resumes it (it may have completed
+                                    since, in the background) */
     int free_sent;               /* application: the FREE arrival is out */
     atomic_ullong rounds_completed;
     atomic_ullong flushes_completed;

@@ -611,8 +611,9 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
     int rc = enter(p, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
-    /* a flush that timed out is resumed, not begun again */
-    if (p->flush_calls <= atomic_load(&p->flushes_completed)) {
+    /* a flush that timed out is resumed, not begun again, even when it
+     * completed in the background since (its result is delivered now) */
+    if (!p->flush_resumes) {
         p->flush_calls++;
         p->be->ops->waiting(p->be, 1); /* inside the library for every round until the flush */
         if ((rc = pc_driver_arrive(p, PC_ARR_FLUSH, p->flush_calls, 1)) != PCOLL_SUCCESS) {
@@ -623,6 +624,7 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
     }
     wait_target_t w = {p, 0, p->flush_calls, 0, PC_ARR_FLUSH, 0};
     rc = wait_for(p, &w, fn);
+    p->flush_resumes = rc == PCOLL_ERR_TIMEOUT;
     if (rc == PCOLL_ERR_TIMEOUT) return leave(p, rc);
     p->be->ops->waiting(p->be, 0);
     if (rc != PCOLL_SUCCESS) return leave(p, rc);
