@@ -541,6 +541,159 @@ PCOLL_API int pcoll_preduce_get_stats(const pcoll_preduce_t *obj, pcoll_preduce_
  * plans performs it first), frees, sets *obj = NULL. */
 PCOLL_API int pcoll_preduce_free(pcoll_preduce_t **obj);
 
+/* ---- merged-gradient buckets overlapped with backprop (MG-WFBP) --------- */
+
+/*
+ * Backprop computes the gradients of the last layer first.  One allreduce
+ * per layer (WFBP) starts each layer's exchange the moment it is ready but
+ * pays the startup cost a of T(M) = a + bM per layer; one allreduce after
+ * backprop (single) pays a once and hides nothing.  A plan merges
+ * consecutive layers into buckets so that the iteration ends as early as
+ * the cost model predicts it can; an executor starts each bucket's
+ * allreduce the moment its last layer is ready.  docs/algorithms.md,
+ * "Merged-gradient buckets".
+ *
+ *   calibrate (or a given a, b) -> cost model
+ *   profile (bytes, backward time per layer) + model + strategy -> plan
+ *   pcoll_fusion_create(plan, gradient buffer) -> per step:
+ *     backprop: pcoll_fusion_ready(f, layer) as each layer is done
+ *     pcoll_fusion_wait(f), then the update
+ */
+
+/* T(M) in microseconds for M bytes: a + bM, or piecewise by size range
+ * (measured curves have protocol switches).  Up to PCOLL_COST_MAX_SEGMENTS
+ * segments. */
+#define PCOLL_COST_MAX_SEGMENTS 16
+typedef struct pcoll_cost_segment {
+    double from_bytes; /* the segment applies from this size up (segment 0: 0) */
+    double a_us;       /* T(M) = a_us + b_us * M within the segment          */
+    double b_us;
+} pcoll_cost_segment_t;
+
+typedef struct pcoll_cost_model {
+    double a_us, b_us;   /* the linear model                                */
+    int piecewise;       /* 1: predictions use segment[]; 0: a + bM         */
+    int nsegments;
+    pcoll_cost_segment_t segment[PCOLL_COST_MAX_SEGMENTS];
+    /* how well each fitted the samples (0 when the model was given) */
+    int nsamples;
+    double linear_rms_us, linear_max_rel;       /* rms error; largest |error| / time */
+    double piecewise_rms_us, piecewise_max_rel;
+} pcoll_cost_model_t;
+
+/* T(M) = a_us + b_us M (a_us >= 0, b_us >= 0, both finite). */
+PCOLL_API int pcoll_cost_model_linear(double a_us, double b_us, pcoll_cost_model_t *model);
+/* "A,B": a in microseconds, b in microseconds per byte. */
+PCOLL_API int pcoll_cost_model_parse(const char *text, pcoll_cost_model_t *model);
+/* Least squares over n >= 2 samples (bytes, microseconds): a + bM (a, b >=
+ * 0), and a piecewise-linear model with the fewest segments (each over two
+ * sizes or more, spanning a factor of two) whose rms relative error is
+ * within 3% (or the most accurate); piecewise is set when there are 4
+ * samples or more.  Beyond the largest sample the last segment is
+ * extrapolated. */
+PCOLL_API int pcoll_cost_model_fit(const double *bytes, const double *us, int n, pcoll_cost_model_t *model);
+/* The predicted time of an allreduce of `bytes` (the model in use). */
+PCOLL_API double pcoll_cost_predict(const pcoll_cost_model_t *model, double bytes);
+
+typedef struct pcoll_calibrate_config {
+    size_t min_bytes, max_bytes; /* sizes doubling from min to max (4, 64M) */
+    int reps;                    /* per size (0: 50 for small sizes, fewer for
+                                    large ones, at least 5)                 */
+} pcoll_calibrate_config_t;
+PCOLL_API void pcoll_calibrate_config_default(pcoll_calibrate_config_t *cfg);
+
+/* Collective over the group (NULL: every rank): times the allreduce the
+ * buckets use (float32 sum, in place) at each size (the median over reps of
+ * the slowest member) and fits *model (pcoll_cost_model_fit).  Every
+ * member gets the same model.  cfg NULL: the defaults. */
+PCOLL_API int pcoll_calibrate(pcoll_t *ctx, const int *group, int group_size, const pcoll_calibrate_config_t *cfg,
+                              pcoll_cost_model_t *model);
+
+typedef enum pcoll_fusion_strategy {
+    PCOLL_FUSION_OPTIMAL = 0, /* the least predicted iteration time over every
+                                 way to merge consecutive layers (dynamic
+                                 programming, exact under the model)        */
+    PCOLL_FUSION_MGWFBP = 1,  /* MG-WFBP's Algorithm 1: merge layer l into
+                                 l - 1 when the merged exchange of l - 1 ends
+                                 sooner (a linear model: tau_b[l-2] - tau_c[l] < a) */
+    PCOLL_FUSION_WFBP = 2,    /* one allreduce per layer                    */
+    PCOLL_FUSION_SINGLE = 3,  /* one allreduce after backprop (SyncEASGD)   */
+    PCOLL_FUSION_FIXED = 4    /* greedy buckets of at most fixed_bytes in
+                                 backprop order (PyTorch DDP, Horovod)      */
+} pcoll_fusion_strategy_t;
+
+typedef struct pcoll_fusion_spec {
+    pcoll_fusion_strategy_t strategy;
+    size_t fixed_bytes;       /* FIXED: the bucket size cap               */
+} pcoll_fusion_spec_t;
+
+/* "optimal", "mgwfbp", "wfbp", "single", "fixed:BYTES" (K, M, G suffixes,
+ * e.g. fixed:25M). */
+PCOLL_API int pcoll_fusion_spec_parse(const char *text, pcoll_fusion_spec_t *spec);
+/* "optimal", "mgwfbp", ..., "fixed:26214400" into buf. */
+PCOLL_API void pcoll_fusion_spec_name(const pcoll_fusion_spec_t *spec, char *buf, size_t len);
+
+/* A model's layers in forward order: index 0 is the first layer, whose
+ * gradient backprop computes last. */
+typedef struct pcoll_fusion_profile {
+    int nlayers;
+    const size_t *bytes;        /* each layer's gradient                    */
+    const double *backward_us;  /* each layer's backward time               */
+    double forward_us;          /* the forward pass                         */
+} pcoll_fusion_profile_t;
+
+/* A plan: which layers share a bucket, and what the model predicts.
+ * Buckets are numbered in the order they start (bucket 0 holds the last
+ * layers); bucket b is layers first[b] .. last[b]. */
+typedef struct pcoll_fusion_plan {
+    pcoll_fusion_spec_t spec;
+    int nlayers, nbuckets;
+    int *bucket_of;      /* [nlayers]                                       */
+    int *first, *last;   /* [nbuckets]                                      */
+    size_t *bytes;       /* [nbuckets]                                      */
+    double *start_us, *end_us; /* [nbuckets]: its allreduce, predicted, from
+                                  the start of the forward pass             */
+    double iter_us;      /* predicted iteration: until the last allreduce ends */
+    double compute_us;   /* forward + backward                              */
+    double comm_us;      /* every bucket's allreduce time                   */
+    double exposed_us;   /* iter_us - compute_us: communication not hidden   */
+} pcoll_fusion_plan_t;
+
+/* Pure (no MPI): the plan of a strategy for a profile under a model. */
+PCOLL_API int pcoll_fusion_plan_create(const pcoll_fusion_profile_t *profile, const pcoll_cost_model_t *model,
+                                       const pcoll_fusion_spec_t *spec, pcoll_fusion_plan_t **plan);
+/* The model's prediction for an existing plan (under another model, say). */
+PCOLL_API int pcoll_fusion_plan_predict(pcoll_fusion_plan_t *plan, const pcoll_fusion_profile_t *profile,
+                                        const pcoll_cost_model_t *model);
+PCOLL_API void pcoll_fusion_plan_free(pcoll_fusion_plan_t **plan);
+
+typedef struct pcoll_fusion pcoll_fusion_t;
+
+/*
+ * Collective over the group (NULL: every rank; the same plan and layout at
+ * every member, or every member fails naming the difference).  Layer l's
+ * gradient is layer_count[l] elements at grad + layer_offset[l] elements;
+ * a bucket whose layers lie next to each other in grad is reduced in place,
+ * another through a buffer of its own (a copy in and out).  Each bucket's
+ * allreduce is a persistent plan set up here: the steps allocate nothing.
+ * Every bucket uses a tree-shaped algorithm (recursive doubling, or
+ * Rabenseifner for large buckets: both add every element up in the same
+ * order), so each element's result has the same bits whatever the plan: the
+ * same as pcoll_allreduce of its layer alone with PCOLL_ALLREDUCE_ALGO=recdbl.
+ */
+PCOLL_API int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *grad, pcoll_dtype_t dtype,
+                                  pcoll_op_t op, const size_t *layer_offset, const size_t *layer_count,
+                                  const pcoll_fusion_plan_t *plan, pcoll_fusion_t **fusion);
+/* Layer `layer`'s gradient is complete in grad (once per step, any order):
+ * the buckets whose layers are all ready start, in plan order. */
+PCOLL_API int pcoll_fusion_ready(pcoll_fusion_t *fusion, int layer);
+/* Waits until every bucket of the step is reduced, then the next step may
+ * begin.  A layer never marked ready fails the call (PCOLL_ERR_STATE,
+ * naming it) after the buckets already started completed. */
+PCOLL_API int pcoll_fusion_wait(pcoll_fusion_t *fusion);
+/* Local, between steps.  Sets *fusion = NULL. */
+PCOLL_API int pcoll_fusion_free(pcoll_fusion_t **fusion);
+
 #ifdef __cplusplus
 }
 #endif

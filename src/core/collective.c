@@ -194,7 +194,8 @@ static int claim_identity(pcoll_t *ctx, int world, int plan, pc_group_t *g, pcol
 }
 
 int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
-                  const int *group, int group_size, int plan, const char *fn, pcoll_request_t *req)
+                  const int *group, int group_size, int plan, pcoll_allreduce_algo_t algo, const char *fn,
+                  pcoll_request_t *req)
 {
     int rc = check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
     if (rc != PCOLL_SUCCESS) return rc;
@@ -217,8 +218,10 @@ int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count
         a.n = g->n;
         a.me = g->me;
     }
-    a.algo = pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
-                                 atomic_load(&ctx->small_bytes), count * pcoll_dtype_size(dtype), a.n);
+    a.algo = algo != PCOLL_ALGO_AUTO
+                 ? algo
+                 : pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
+                                       atomic_load(&ctx->small_bytes), count * pcoll_dtype_size(dtype), a.n);
     pc_built_t b;
     int cached = !plan && cache_take(ctx, &a, &b);
     /* the common case, a world operation with its schedule cached, takes
@@ -303,7 +306,7 @@ static int new_request(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t 
     if (rc != PCOLL_SUCCESS) return rc;
     pcoll_request_t *req = req_alloc(ctx);
     if (!req) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a request");
-    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, fn, req);
+    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, PCOLL_ALGO_AUTO, fn, req);
     if (rc != PCOLL_SUCCESS) {
         req_recycle(req);
         return rc;

@@ -76,9 +76,11 @@ struct pcoll_request {
 
 /* Application thread: checks the arguments and gives req its identity
  * (world: a sequence number; a group: the record and a receive id) and its
- * schedule (from the cache, or built; plan: always its own). */
+ * schedule (from the cache, or built; plan: always its own).  algo: the
+ * algorithm (PCOLL_ALGO_AUTO: the context's choice). */
 int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
-                  const int *group, int group_size, int plan, const char *fn, pcoll_request_t *req);
+                  const int *group, int group_size, int plan, pcoll_allreduce_algo_t algo, const char *fn,
+                  pcoll_request_t *req);
 /* Application thread: blocks until req is done (pc_block: stall report,
  * timeout); PCOLL_ERR_TIMEOUT when it was given up instead. */
 int pc_op_wait(pcoll_request_t *req, const char *fn);

@@ -22,6 +22,7 @@
 
 #include "../util/error.h"
 #include "op.h"
+#include "plan.h"
 
 struct pcoll_plan {
     pcoll_t *ctx;
@@ -45,19 +46,25 @@ static void release(pcoll_t *ctx, pcoll_request_t *req)
 int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                          pcoll_op_t op, const int *group, int group_size, pcoll_plan_t **out)
 {
-    if (!out) return PC_ERR(PCOLL_ERR_NULL, "plan (the output pointer) is NULL");
+    return pc_plan_init(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, PCOLL_ALGO_AUTO, __func__, out);
+}
+
+int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
+                 const int *group, int group_size, pcoll_allreduce_algo_t algo, const char *fn, pcoll_plan_t **out)
+{
+    if (!out) return pc_error(PCOLL_ERR_NULL, fn, "plan (the output pointer) is NULL");
     *out = NULL;
-    int rc = pc_ctx_check(ctx, __func__);
+    int rc = pc_ctx_check(ctx, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     pcoll_plan_t *plan = calloc(1, sizeof *plan);
     pcoll_request_t *req = calloc(1, sizeof *req);
     if (!plan || !req) {
         free(plan);
         free(req);
-        return PC_ERR(PCOLL_ERR_NOMEM, "no memory for a plan");
+        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan");
     }
     req->ctx = ctx;
-    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, __func__, req);
+    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, algo, fn, req);
     if (rc != PCOLL_SUCCESS) {
         free(plan);
         free(req);
@@ -67,13 +74,13 @@ int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_
     plan->ctx = ctx;
     plan->req = req;
     pc_op_post(req, 1);
-    rc = pc_op_wait(req, __func__);
+    rc = pc_op_wait(req, fn);
     if (rc == PCOLL_ERR_TIMEOUT) {
         pc_op_zombie(req);
         free(plan);
         return rc;
     }
-    if ((rc = pc_fault_raise(&req->fault, __func__)) != PCOLL_SUCCESS) {
+    if ((rc = pc_fault_raise(&req->fault, fn)) != PCOLL_SUCCESS) {
         /* every member saw the disagreement (each sees every HELLO): nobody
          * sends to our id */
         release(ctx, req);

@@ -26,6 +26,13 @@ $mpirun -n 4 "$bench" allreduce --json --min-bytes 8 --max-bytes 64K --iters 5 -
 for key in pcoll_us mpi_us ratio plan_us plan_ratio; do
     [ -n "$(field "$(head -n 1 "$out/ar")" $key)" ] || fail "allreduce: no $key in $(head -n 1 "$out/ar")"
 done
+# the link limit: one node here, so no link to cross (limit 0)
+$mpirun -n 2 "$bench" allreduce --json --min-bytes 1K --max-bytes 1K --iters 2 --link-rate 100mbit >"$out/lr" ||
+    fail "allreduce --link-rate exited with $?"
+[ "$(field "$(cat "$out/lr")" nodes)" = 1 ] || fail "allreduce --link-rate: nodes is not 1: $(cat "$out/lr")"
+[ "$(field "$(cat "$out/lr")" link_limit_us)" = 0 ] || fail "allreduce --link-rate: limit not 0 on one node"
+if $mpirun -n 2 "$bench" allreduce --link-rate 1gbt >"$out/bad" 2>&1; then fail "--link-rate 1gbt accepted"; fi
+grep -q -- "--link-rate" "$out/bad" || fail "--link-rate 1gbt: the message does not name the flag"
 
 # ---- skew and group: the modes asked for, at every size ----
 $mpirun -n 4 "$bench" skew --json --max-bytes 512 --iters 4 --skew-us 200 >"$out/skew" || fail "skew exited with $?"
@@ -88,9 +95,31 @@ for p in fifo:2:dyn ripples:random:2 ripples:smart:2; do
 done
 [ -n "$(field "$(grep '"policy":"ripples:static"' "$out/pr")" steps_per_s)" ] || fail "preduce: static has no steps_per_s"
 
+# ---- fusion: a line per strategy; the optimal plan is never predicted slower ----
+data=$(cd "$(dirname "$0")/../../data/mgwfbp" && pwd)
+$mpirun -n 2 "$bench" fusion --json --profile "$data/googlenet-k80-layers.csv" --model 633.64,0.0035 >"$out/fu" ||
+    fail "fusion exited with $?"
+[ "$(grep -c '"bench":"fusion"' "$out/fu")" -eq 5 ] || fail "fusion: expected 5 strategies"
+opt=$(field "$(grep '"strategy":"optimal"' "$out/fu")" predicted_iter_us)
+for s in wfbp single mgwfbp fixed:26214400; do
+    l=$(grep "\"strategy\":\"$s\"" "$out/fu" || true)
+    [ -n "$l" ] || fail "fusion: no line for $s"
+    awk -v o="$opt" -v t="$(field "$l" predicted_iter_us)" 'BEGIN { exit !(o > 0 && o <= t) }' ||
+        fail "fusion: optimal predicted $opt us, $s $(field "$l" predicted_iter_us) us"
+done
+# measured: a small profile, calibrated on the job
+printf 'n_params,backward_us\n1000,2000\n50000,3000\n20,1000\n200000,4000\n' >"$out/prof.csv"
+$mpirun -n 3 "$bench" fusion --json --profile "$out/prof.csv" --strategies wfbp,single,optimal --measure --iters 3 \
+    >"$out/fm" || fail "fusion --measure exited with $?"
+[ "$(grep -c '"measured_iter_us"' "$out/fm")" -eq 3 ] || fail "fusion --measure: no measured_iter_us"
+for l in $(cat "$out/fm"); do
+    awk -v m="$(field "$l" measured_iter_us)" 'BEGIN { exit !(m >= 10000) }' ||
+        fail "fusion --measure: an iteration took $(field "$l" measured_iter_us) us, less than its 10 ms of compute"
+done
+
 # ---- bad input: exit code 2, the flag named ----
 for args in "group --modes group:1" "group --data-phase shm" "skew --iters 0" "preduce --policies fifo:x" \
-    "preduce --calls 0" "nosuch"; do
+    "preduce --calls 0" "fusion --strategies fixed:0" "fusion --profile /nonexistent" "fusion --cost cubic" "nosuch"; do
     set +e
     # shellcheck disable=SC2086
     $mpirun -n 2 "$bench" $args >"$out/bad" 2>&1

@@ -194,8 +194,62 @@ static void check_problem(const char *name, const size_t *widths, size_t nw, mlp
     free(skipped);
 }
 
+/* the layer hook: called with -1, then L-1 .. 0, each layer's slice of
+ * the gradient already final when its call comes; the same loss and
+ * gradient as without the hook.  And the WxN widths. */
+typedef struct hook_check {
+    const mlp_t *m;
+    float *grad, *copy;
+    int calls[8], n;
+} hook_check_t;
+
+static void hook(void *arg, int layer)
+{
+    hook_check_t *h = arg;
+    h->calls[h->n++] = layer;
+    if (layer < 0) return;
+    size_t lo = h->m->w_off[layer], hi = h->m->b_off[layer] + h->m->width[layer + 1];
+    memcpy(h->copy + lo, h->grad + lo, (hi - lo) * sizeof(float)); /* as it is now */
+}
+
+static void check_hook_and_widths(void)
+{
+    size_t *w, n;
+    CHECK(mlp_parse_widths("784,32x3,10", &w, &n) == 0);
+    CHECK(n == 5 && w[0] == 784 && w[1] == 32 && w[3] == 32 && w[4] == 10);
+    free(w);
+    CHECK(mlp_parse_widths("784,32x0,10", &w, &n) != 0);
+    CHECK(mlp_parse_widths("784,32y3", &w, &n) != 0);
+    CHECK(mlp_parse_widths("784,1x2000", &w, &n) != 0);
+    const size_t widths[] = {11, 9, 8, 7, 5};
+    mlp_t *m;
+    CHECK(mlp_create(widths, 5, MLP_SOFTMAX_XENT, &m) == 0);
+    float *params = malloc(m->nparams * sizeof(float)), *g1 = malloc(m->nparams * sizeof(float)),
+          *g2 = malloc(m->nparams * sizeof(float)), *copy = malloc(m->nparams * sizeof(float));
+    float x[3 * 11];
+    int32_t labels[3] = {0, 4, 2};
+    for (size_t i = 0; i < 33; i++) x[i] = (float)((int)(i * 7 % 13) - 6) / 6.0f;
+    mlp_init_params(m, params, 5);
+    mlp_work_t *wk;
+    CHECK(mlp_work_create(m, 3, &wk) == 0);
+    mlp_batch_t b = {x, labels, NULL, 3};
+    double l1 = mlp_loss_grad(m, params, wk, &b, g1);
+    hook_check_t h = {m, g2, copy, {0}, 0};
+    double l2 = mlp_loss_grad_hooked(m, params, wk, &b, g2, hook, &h);
+    CHECK(l1 == l2 && memcmp(g1, g2, m->nparams * sizeof(float)) == 0);
+    CHECK(memcmp(copy, g2, m->nparams * sizeof(float)) == 0); /* every slice was final at its call */
+    CHECK(h.n == 5 && h.calls[0] == -1 && h.calls[1] == 3 && h.calls[4] == 0);
+    mlp_work_free(&wk);
+    mlp_free(&m);
+    free(params);
+    free(g1);
+    free(g2);
+    free(copy);
+}
+
 int main(void)
 {
+    check_hook_and_widths();
     tu_timeout(120);
     const size_t a[] = {9, 7, 6, 5};
     check_problem("softmax 9-7-6-5", a, 4, MLP_SOFTMAX_XENT, 4, 1);

@@ -20,6 +20,9 @@ static const char *usage =
     "              from ready to group start, the controller's share of its rank,\n"
     "              per policy, against MPI_Allreduce\n"
     "  idle        CPU time used by initialized, idle processes\n"
+    "  fusion      merged-gradient plans (MG-WFBP) for a model's profile: the\n"
+    "              predicted iteration per strategy, and with --measure the plans\n"
+    "              run with sleeps for the compute and real allreduces\n"
     "\n"
     "pcoll-bench <command> --help lists the command's flags.\n";
 
@@ -41,6 +44,8 @@ int main(int argc, char **argv)
         rc = bench_objects(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "preduce") == 0) {
         rc = bench_preduce(argc - 1, argv + 1, rank, size);
+    } else if (strcmp(argv[1], "fusion") == 0) {
+        rc = bench_fusion(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "idle") == 0) {
         rc = bench_idle(argc - 1, argv + 1, rank, size);
     } else {

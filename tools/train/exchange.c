@@ -58,8 +58,8 @@ static int sync_destroy(exchange_t *ex)
     return 0;
 }
 
-static const exchange_ops_t mpi_ops = {mpi_step, sync_finish, sync_destroy};
-static const exchange_ops_t sync_ops = {sync_step, sync_finish, sync_destroy};
+static const exchange_ops_t mpi_ops = {mpi_step, sync_finish, sync_destroy, NULL};
+static const exchange_ops_t sync_ops = {sync_step, sync_finish, sync_destroy, NULL};
 
 int exchange_needs_pcoll(const char *algo) { return strcmp(algo, "mpi") != 0; }
 
@@ -78,7 +78,12 @@ int exchange_create(const exchange_config_t *cfg, exchange_t **out)
         return tr_fail("MPI_Comm_size failed (error %d)", rc);
     }
     ex->scale = 1.0f / (float)ex->nranks;
-    if (strcmp(cfg->algo, "mpi") == 0) {
+    if (cfg->fusion_plan) {
+        if (exchange_fusion_setup(ex) != 0) {
+            free(ex);
+            return -1;
+        }
+    } else if (strcmp(cfg->algo, "mpi") == 0) {
         ex->ops = &mpi_ops;
     } else if (strcmp(cfg->algo, "sync") == 0) {
         if (!cfg->ctx) {
@@ -113,6 +118,13 @@ int exchange_finish(exchange_t *ex, const float *model, float *update, exchange_
 }
 
 int exchange_averages_models(const exchange_t *ex) { return ex->models; }
+
+int exchange_wants_layers(const exchange_t *ex) { return ex->ops->layer_ready != NULL; }
+
+int exchange_layer_ready(exchange_t *ex, int layer)
+{
+    return ex->ops->layer_ready ? ex->ops->layer_ready(ex, layer) : 0;
+}
 
 const exchange_stats_t *exchange_get_stats(const exchange_t *ex) { return &ex->stats; }
 

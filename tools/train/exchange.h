@@ -18,7 +18,11 @@
  *              is averaged with a group of ready ranks that a controller
  *              forms (pcoll_preduce; SPEC as pcoll_preduce_config_parse:
  *              fifo:3:dyn, ripples:random:3, ripples:smart, ripples:static
- *              ...; exchange_preduce.c). */
+ *              ...; exchange_preduce.c).
+ * With a fusion plan (--fusion, mpi and sync only: exchange_fusion.c) the
+ * gradient is reduced in buckets during backprop: the training loop marks
+ * each layer's gradient ready (exchange_layer_ready) as backprop completes
+ * it, and the step waits for the buckets still in flight. */
 #ifndef PCOLL_TRAIN_EXCHANGE_H
 #define PCOLL_TRAIN_EXCHANGE_H
 
@@ -47,6 +51,11 @@ typedef struct exchange_config {
     uint64_t seed;     /* partial: majority's initiator sequence */
     MPI_Comm comm;     /* mpi: the communicator */
     pcoll_t *ctx;      /* sync and partial: the pcoll context */
+    /* --fusion: the plan, and the gradient buffer with each layer's place
+       in it (elements); NULL: no buckets */
+    const pcoll_fusion_plan_t *fusion_plan;
+    float *grad;
+    const size_t *layer_offset, *layer_count;
 } exchange_config_t;
 
 typedef struct exchange exchange_t;
@@ -89,11 +98,18 @@ int exchange_free(exchange_t **ex);
 /* Whether the algorithm needs a pcoll context (sync and partial modes). */
 int exchange_needs_pcoll(const char *algo);
 
+/* 1 if the exchange wants each layer's gradient marked ready during
+ * backprop (a fusion plan). */
+int exchange_wants_layers(const exchange_t *ex);
+/* Layer `layer` (forward order) of the step's gradient is complete. */
+int exchange_layer_ready(exchange_t *ex, int layer);
+
 /* ---- implementation interface (exchange.c and exchange_partial.c) ---- */
 typedef struct exchange_ops {
     int (*step)(exchange_t *ex, const float *grad, float *update, exchange_info_t *info);
     int (*finish)(exchange_t *ex, const float *model, float *update, exchange_info_t *info);
     int (*destroy)(exchange_t *ex);
+    int (*layer_ready)(exchange_t *ex, int layer); /* NULL: no buckets */
 } exchange_ops_t;
 
 struct exchange {
@@ -112,5 +128,13 @@ int exchange_partial_setup(exchange_t *ex);
 
 /* exchange_preduce.c: the same for preduce:SPEC. */
 int exchange_preduce_setup(exchange_t *ex);
+
+/* exchange_fusion.c: set up ex for a fusion plan (mpi or sync); -1 on error. */
+int exchange_fusion_setup(exchange_t *ex);
+
+/* The cost model of the exchange's allreduce, measured on this job (algo
+ * mpi: MPI_Allreduce; else pcoll_calibrate) at sizes up to max_bytes.
+ * Collective. */
+int exchange_calibrate(const char *algo, MPI_Comm comm, pcoll_t *ctx, size_t max_bytes, pcoll_cost_model_t *model);
 
 #endif

@@ -75,7 +75,7 @@ static int partial_destroy(exchange_t *ex)
     return rc;
 }
 
-static const exchange_ops_t partial_ops = {partial_step, partial_finish, partial_destroy};
+static const exchange_ops_t partial_ops = {partial_step, partial_finish, partial_destroy, NULL};
 
 /* WAGMA: model in, the new model (the group's average by the library's
  * rule: a PCOLL_AVERAGE object) out */
@@ -101,7 +101,7 @@ static int wagma_finish(exchange_t *ex, const float *model, float *out, exchange
     return 0;
 }
 
-static const exchange_ops_t wagma_ops = {wagma_step, wagma_finish, partial_destroy};
+static const exchange_ops_t wagma_ops = {wagma_step, wagma_finish, partial_destroy, NULL};
 
 int exchange_partial_setup(exchange_t *ex)
 {

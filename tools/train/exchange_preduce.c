@@ -82,7 +82,7 @@ static int preduce_destroy(exchange_t *ex)
     return rc;
 }
 
-static const exchange_ops_t preduce_ops = {preduce_step, preduce_finish, preduce_destroy};
+static const exchange_ops_t preduce_ops = {preduce_step, preduce_finish, preduce_destroy, NULL};
 
 int exchange_preduce_setup(exchange_t *ex)
 {

@@ -74,25 +74,40 @@ int mlp_parse_widths(const char *spec, size_t **widths, size_t *nwidths)
     *widths = NULL;
     *nwidths = 0;
     if (!spec || !*spec) return tr_fail("empty list of layer widths");
-    size_t n = 1;
-    for (const char *c = spec; *c; c++) n += *c == ',';
-    size_t *w = malloc(n * sizeof *w);
+    enum { MAX_WIDTHS = 1024 };
+    size_t *w = malloc(MAX_WIDTHS * sizeof *w), n = 0;
     if (!w) return tr_fail("out of memory");
     const char *p = spec;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t item = 1;; item++) {
         char *end;
         errno = 0;
         if (*p < '0' || *p > '9') {
             free(w);
-            return tr_fail("\"%s\": layer %zu is not a positive whole number", spec, i + 1);
+            return tr_fail("\"%s\": item %zu is not a positive whole number", spec, item);
         }
-        unsigned long long v = strtoull(p, &end, 10);
-        if (errno || v == 0 || v > (1ULL << 30) || (*end != ',' && *end != '\0')) {
+        unsigned long long v = strtoull(p, &end, 10), times = 1;
+        if (errno || v == 0 || v > (1ULL << 30)) {
             free(w);
-            return tr_fail("\"%s\": layer %zu is not a whole number in 1..%llu", spec, i + 1, 1ULL << 30);
+            return tr_fail("\"%s\": item %zu is not a width in 1..%llu", spec, item, 1ULL << 30);
         }
-        w[i] = (size_t)v;
-        p = end + (*end == ',');
+        if (*end == 'x') { /* WxN: N layers of width W */
+            const char *q = end + 1;
+            if (*q < '0' || *q > '9' || (times = strtoull(q, &end, 10)) == 0 || errno) {
+                free(w);
+                return tr_fail("\"%s\": item %zu: WxN needs a count N >= 1", spec, item);
+            }
+        }
+        if (*end != ',' && *end != '\0') {
+            free(w);
+            return tr_fail("\"%s\": item %zu is not W or WxN", spec, item);
+        }
+        if (times > MAX_WIDTHS - n) {
+            free(w);
+            return tr_fail("\"%s\": more than %d widths", spec, MAX_WIDTHS);
+        }
+        for (unsigned long long k = 0; k < times; k++) w[n++] = (size_t)v;
+        if (*end == '\0') break;
+        p = end + 1;
     }
     if (n < 2) {
         free(w);
@@ -258,10 +273,17 @@ static void transpose(size_t rows, size_t cols, const float *a, float *t)
 
 double mlp_loss_grad(const mlp_t *m, const float *params, mlp_work_t *w, const mlp_batch_t *b, float *grad)
 {
+    return mlp_loss_grad_hooked(m, params, w, b, grad, NULL, NULL);
+}
+
+double mlp_loss_grad_hooked(const mlp_t *m, const float *params, mlp_work_t *w, const mlp_batch_t *b, float *grad,
+                            mlp_layer_hook_t hook, void *arg)
+{
     const size_t n = b->n, L = m->nlayers;
     forward(m, params, w, b->x, n);
     float *d = w->delta[0], *dprev = w->delta[1];
     double loss = loss_and_delta(m, w->act[L], b, d, NULL) / (double)n;
+    if (hook) hook(arg, -1);
 
     for (size_t l = L; l-- > 0;) {
         const size_t in = m->width[l], o = m->width[l + 1];
@@ -272,6 +294,7 @@ double mlp_loss_grad(const mlp_t *m, const float *params, mlp_work_t *w, const m
         memset(db, 0, o * sizeof *db);
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < o; j++) db[j] += d[i * o + j];
+        if (hook) hook(arg, (int)l); /* layer l's gradient is complete */
         if (l == 0) break; /* no gradient for the input */
         /* dX = dZ W^T, computed as dX^T = W dZ^T: transposing the batch-sized
            dZ and dX^T moves n (in + o) values, W^T would move in x o (16x

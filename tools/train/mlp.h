@@ -1,8 +1,9 @@
 /* A multilayer perceptron: dense layers with ReLU between them, and either
  * softmax cross-entropy (classification) or mean squared error (regression)
  * on the last layer.  All parameters live in one float array (per layer: the
- * weights, in x out row-major, then the biases) so that a gradient is one
- * buffer for the exchange. */
+ * weights, in x out row-major, then the biases; layer after layer) so that
+ * a gradient is one buffer for the exchange and each layer's part of it is
+ * contiguous. */
 #ifndef PCOLL_TRAIN_MLP_H
 #define PCOLL_TRAIN_MLP_H
 
@@ -38,7 +39,9 @@ typedef struct mlp_work mlp_work_t;
 int mlp_create(const size_t *widths, size_t nwidths, mlp_loss_t loss, mlp_t **out);
 void mlp_free(mlp_t **m);
 
-/* "784,512,256,128,10" -> widths (malloc'ed).  -1 with a message if malformed. */
+/* "784,512,256,128,10" -> widths (malloc'ed); an item WxN stands for N layers
+ * of width W ("784,512x12,10": 13 dense layers).  -1 with a message if
+ * malformed. */
 int mlp_parse_widths(const char *spec, size_t **widths, size_t *nwidths);
 /* "784-512-256-128-10" into buf. */
 void mlp_describe(const mlp_t *m, char *buf, size_t len);
@@ -55,6 +58,14 @@ void mlp_work_free(mlp_work_t **w);
 /* Forward and backward pass on a batch (1 <= n <= max_batch): grad (nparams)
  * receives the gradient of the batch's mean loss; returns that mean loss. */
 double mlp_loss_grad(const mlp_t *m, const float *params, mlp_work_t *w, const mlp_batch_t *b, float *grad);
+
+/* The same, calling hook(arg, -1) once the forward pass and the loss are
+ * done, then hook(arg, l) as backprop completes layer l's gradient (its
+ * weights and biases: grad[w_off[l] .. b_off[l] + width[l + 1])), from the
+ * last layer down to 0. */
+typedef void (*mlp_layer_hook_t)(void *arg, int layer);
+double mlp_loss_grad_hooked(const mlp_t *m, const float *params, mlp_work_t *w, const mlp_batch_t *b, float *grad,
+                            mlp_layer_hook_t hook, void *arg);
 
 /* Mean loss over n samples (forward only, in chunks of max_batch), and for
  * classification the fraction classified correctly (else NAN). */

@@ -40,7 +40,8 @@ static const char *help =
     "  --data DIR            Fashion-MNIST IDX files (default " FMNIST_DEFAULT_DIR ",\n"
     "                        Debian package " FMNIST_PACKAGE ")\n"
     "  --layers W,W,...      fmnist MLP widths, ReLU between layers, softmax\n"
-    "                        cross-entropy (default 784,512,256,128,10)\n"
+    "                        cross-entropy (default 784,512,256,128,10); WxN stands for\n"
+    "                        N layers of width W (784,512x12,10: 13 dense layers)\n"
     "  --train-limit N       fmnist: use only the first N training images (default 0 = all 60000)\n"
     "  --dim D               hyperplane: dimension (default 8192)\n"
     "  --train-points N      hyperplane: training points (default 32768)\n"
@@ -72,6 +73,14 @@ static const char *help =
     "                        average for wagma (default 10 for wagma, else 0 = never)\n"
     "  --model-sync-epochs N average the models across ranks (MPI_Allreduce / P) after every\n"
     "                        N-th epoch but the last (default 0 = never)\n"
+    "  --fusion S            mpi and sync: reduce the gradient in buckets of consecutive\n"
+    "                        layers, each started the moment backprop completes its last\n"
+    "                        layer (MG-WFBP): S = optimal | mgwfbp | wfbp (one per layer) |\n"
+    "                        single (one after backprop) | fixed:BYTES (size-capped, as\n"
+    "                        DDP); planned from the layers' measured backward times and a\n"
+    "                        cost model (default none: one allreduce after backprop)\n"
+    "  --fusion-model A,B    the plan's cost model T(M) = A us + B us/byte x M (default:\n"
+    "                        calibrated on the job, with the exchange's own allreduce)\n"
     "\n"
     "optimization (defaults: fmnist | hyperplane)\n"
     "  --lr X                learning rate (0.02 | 0.001)\n"
@@ -155,7 +164,7 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
     enum {
         F_TASK = 256, F_DATA, F_LAYERS, F_TRAIN_LIMIT, F_DIM, F_TRAIN_POINTS, F_VAL_POINTS, F_NOISE, F_ALGO,
         F_SYNC_EVERY, F_MODEL_SYNC, F_LR, F_LR_SCHEDULE, F_MOMENTUM, F_BATCH, F_EPOCHS, F_MAX_STEPS, F_SEED, F_IMBALANCE, F_CSV,
-        F_JSON, F_TARGET, F_EVAL_EVERY, F_GEMM, F_QUIET, F_HELP
+        F_JSON, F_TARGET, F_EVAL_EVERY, F_GEMM, F_QUIET, F_HELP, F_FUSION, F_FUSION_MODEL
     };
     static const struct option flags[] = {
         {"task", required_argument, 0, F_TASK},
@@ -183,6 +192,8 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
         {"eval-every", required_argument, 0, F_EVAL_EVERY},
         {"gemm", required_argument, 0, F_GEMM},
         {"quiet", no_argument, 0, F_QUIET},
+        {"fusion", required_argument, 0, F_FUSION},
+        {"fusion-model", required_argument, 0, F_FUSION_MODEL},
         {"help", no_argument, 0, F_HELP},
         {0, 0, 0, 0},
     };
@@ -246,6 +257,19 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
             o->gemm = v;
             break;
         case F_QUIET: o->quiet = 1; break;
+        case F_FUSION: {
+            pcoll_fusion_spec_t spec;
+            if (pcoll_fusion_spec_parse(v, &spec) != PCOLL_SUCCESS) tool_usage_error(prog, "--fusion: %s", pcoll_last_error());
+            o->fusion = v;
+            break;
+        }
+        case F_FUSION_MODEL: {
+            pcoll_cost_model_t m;
+            if (pcoll_cost_model_parse(v, &m) != PCOLL_SUCCESS)
+                tool_usage_error(prog, "--fusion-model: %s", pcoll_last_error());
+            o->fusion_model = v;
+            break;
+        }
         case 'h':
         case F_HELP:
             if (rank == 0) fputs(help, stdout);
@@ -270,5 +294,8 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
                              "span epochs; the models are averaged at the end)", o->algo);
     }
     if (o->task != TASK_FMNIST && o->train_limit) tool_usage_error(prog, "--train-limit applies to --task fmnist");
+    if (o->fusion && strcmp(o->algo, "mpi") != 0 && strcmp(o->algo, "sync") != 0)
+        tool_usage_error(prog, "--fusion applies to --algo mpi and sync, not %s", o->algo);
+    if (o->fusion_model && !o->fusion) tool_usage_error(prog, "--fusion-model needs --fusion");
     return 0;
 }

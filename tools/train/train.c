@@ -19,6 +19,7 @@
 #include "mlp.h"
 #include "prng.h"
 #include "sgd.h"
+#include "tool.h"
 
 #define TAG_SHUFFLE 0x53485546u
 #define EVAL_BATCH 1000
@@ -54,6 +55,9 @@ typedef struct run {
     size_t nsnap;
     long *snap_epoch; /* the epoch index (0-based) of each snapshot */
     double *loss_sum, *loss_cnt; /* per epoch, this rank */
+    /* --fusion: each layer's place in the gradient, and the plan */
+    size_t *layer_off, *layer_cnt;
+    pcoll_fusion_plan_t *plan;
 } run_t;
 
 /* Every rank learns whether the setup succeeded everywhere; if not, every rank
@@ -114,6 +118,114 @@ static void run_free(run_t *r)
     free(r->loss_sum);
     free(r->loss_cnt);
     if (r->ex && exchange_free(&r->ex) != 0) fatal(r->rank);
+    free(r->layer_off);
+    free(r->layer_cnt);
+    pcoll_fusion_plan_free(&r->plan);
+}
+
+/* ---- --fusion: the model's profile, a cost model, the plan ---- */
+
+static void gather_batch(run_t *r, size_t b, mlp_batch_t *mb);
+
+/* backprop's hook during training: layer `layer`'s gradient is complete */
+static void layer_done(void *arg, int layer)
+{
+    run_t *r = arg;
+    if (layer >= 0 && exchange_layer_ready(r->ex, layer) != 0) fatal(r->rank);
+}
+
+typedef struct hook_times {
+    double t[1025]; /* [0]: the forward pass done; [1 + l]: layer l's gradient */
+} hook_times_t;
+
+static void record_hook(void *arg, int layer)
+{
+    ((hook_times_t *)arg)->t[layer + 1] = MPI_Wtime();
+}
+
+/* Backward time of each layer and the forward time: medians over a few
+ * passes on the first batch, then the largest over the ranks, so that every
+ * rank plans alike. */
+static int measure_profile(run_t *r, double *tb, double *tf)
+{
+    enum { WARMUP = 2, PASSES = 9 };
+    const int L = (int)r->model->nlayers;
+    double *samples = malloc(sizeof(double) * (size_t)(L + 1) * PASSES);
+    if (!samples) return tr_fail("out of memory");
+    mlp_batch_t mb;
+    gather_batch(r, 0, &mb);
+    hook_times_t h;
+    for (int p = -WARMUP; p < PASSES; p++) {
+        double t0 = MPI_Wtime();
+        (void)mlp_loss_grad_hooked(r->model, r->params, r->work, &mb, r->grad, record_hook, &h);
+        if (p < 0) continue;
+        samples[p] = h.t[0] - t0;
+        for (int l = L - 1; l >= 0; l--)
+            samples[(size_t)(l + 1) * PASSES + (size_t)p] = h.t[l + 1] - (l == L - 1 ? h.t[0] : h.t[l + 2]);
+    }
+    double *mine = malloc(sizeof(double) * (size_t)(L + 1));
+    if (!mine) {
+        free(samples);
+        return tr_fail("out of memory");
+    }
+    for (int i = 0; i <= L; i++) mine[i] = tool_median(samples + (size_t)i * PASSES, PASSES) * 1e6;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, mine, L + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce",
+              r->rank);
+    *tf = mine[0];
+    memcpy(tb, mine + 1, sizeof(double) * (size_t)L);
+    free(samples);
+    free(mine);
+    return 0;
+}
+
+/* The plan of --fusion: the layers' places (layer after layer in the
+ * parameters), the profile, the cost model (--fusion-model, or calibrated
+ * on this job with the exchange's transport) and the strategy. */
+static int plan_fusion(run_t *r, pcoll_t *ctx, train_result_t *res)
+{
+    const train_opts_t *o = &r->o;
+    const int L = (int)r->model->nlayers;
+    pcoll_fusion_spec_t spec;
+    if (pcoll_fusion_spec_parse(o->fusion, &spec) != PCOLL_SUCCESS) return tr_fail("--fusion: %s", pcoll_last_error());
+    r->layer_off = malloc(sizeof(size_t) * (size_t)L);
+    r->layer_cnt = malloc(sizeof(size_t) * (size_t)L);
+    size_t *bytes = malloc(sizeof(size_t) * (size_t)L);
+    double *tb = malloc(sizeof(double) * (size_t)L), tf = 0;
+    if (!r->layer_off || !r->layer_cnt || !bytes || !tb) {
+        free(bytes);
+        free(tb);
+        return tr_fail("out of memory");
+    }
+    for (int l = 0; l < L; l++) {
+        r->layer_off[l] = r->model->w_off[l];
+        r->layer_cnt[l] = r->model->b_off[l] + r->model->width[l + 1] - r->model->w_off[l];
+        bytes[l] = r->layer_cnt[l] * sizeof(float);
+    }
+    int rc = measure_profile(r, tb, &tf);
+    pcoll_cost_model_t model;
+    if (rc == 0 && o->fusion_model) {
+        if (pcoll_cost_model_parse(o->fusion_model, &model) != PCOLL_SUCCESS)
+            rc = tr_fail("--fusion-model: %s", pcoll_last_error());
+    } else if (rc == 0) {
+        size_t top = 4;
+        while (top < r->model->nparams * sizeof(float)) top *= 2;
+        rc = exchange_calibrate(o->algo, MPI_COMM_WORLD, ctx, top, &model);
+    }
+    pcoll_fusion_profile_t prof = {L, bytes, tb, tf};
+    if (rc == 0 && pcoll_fusion_plan_create(&prof, &model, &spec, &r->plan) != PCOLL_SUCCESS)
+        rc = tr_fail("--fusion: %s", pcoll_last_error());
+    if (rc == 0) {
+        pcoll_fusion_spec_name(&spec, res->fusion, sizeof res->fusion);
+        res->fusion_buckets = r->plan->nbuckets;
+        res->fusion_predicted_ms = r->plan->iter_us / 1e3;
+        res->fusion_compute_ms = r->plan->compute_us / 1e3;
+        res->fusion_a_us = model.a_us;
+        res->fusion_b_us = model.b_us;
+        res->fusion_piecewise = model.piecewise;
+    }
+    free(bytes);
+    free(tb);
+    return rc;
 }
 
 /* Option values train_run cannot work with (main.c checks them earlier with
@@ -135,6 +247,8 @@ static int check_opts(const train_opts_t *o)
     if (strncmp(o->algo, "preduce:", 8) == 0 && (o->model_sync_epochs > 0 || o->sync_every > 0))
         return tr_fail("--algo %s: --model-sync-epochs and --sync-every do not apply (its groups span epochs; "
                        "the models are averaged at the end)", o->algo);
+    if (o->fusion && strcmp(o->algo, "mpi") != 0 && strcmp(o->algo, "sync") != 0)
+        return tr_fail("--fusion applies to --algo mpi and sync, not %s", o->algo);
     return 0;
 }
 
@@ -354,7 +468,15 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
         run_free(&r);
         return -1;
     }
-    exchange_config_t xc = {o->algo, r.model->nparams, o->sync_every, o->seed, MPI_COMM_WORLD, ctx};
+    if (o->fusion) {
+        ok = plan_fusion(&r, ctx, res) == 0;
+        if (agree(&r, ok)) {
+            run_free(&r);
+            return -1;
+        }
+    }
+    exchange_config_t xc = {o->algo, r.model->nparams, o->sync_every, o->seed, MPI_COMM_WORLD, ctx,
+                            r.plan, r.grad, r.layer_off, r.layer_cnt};
     ok = exchange_create(&xc, &r.ex) == 0;
     if (agree(&r, ok)) {
         run_free(&r);
@@ -395,7 +517,11 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
             double ta = MPI_Wtime();
             mlp_batch_t mb;
             gather_batch(&r, (size_t)b, &mb);
-            double loss = mlp_loss_grad(r.model, r.params, r.work, &mb, r.grad);
+            /* with buckets, each layer's gradient is handed over as backprop
+               completes it (its allreduce may start at once) */
+            double loss = exchange_wants_layers(r.ex)
+                              ? mlp_loss_grad_hooked(r.model, r.params, r.work, &mb, r.grad, layer_done, &r)
+                              : mlp_loss_grad(r.model, r.params, r.work, &mb, r.grad);
             const double lr = lr_at(o, step, total_steps);
             /* a model exchange averages the model after a local step */
             if (exchange_averages_models(r.ex))

@@ -44,6 +44,9 @@ typedef struct train_opts {
     const char *csv_path;      /* NULL = none */
     const char *json_path;     /* NULL = none */
     const char *gemm;          /* kernel: auto, avx512, avx2, generic */
+    const char *fusion;        /* mpi, sync: a merge plan for the layers' gradients
+                                  (optimal, mgwfbp, wfbp, single, fixed:BYTES); NULL: none */
+    const char *fusion_model;  /* "A,B" for the plan; NULL: calibrated on the job */
     int quiet;                 /* no table on stdout */
 } train_opts_t;
 
@@ -104,6 +107,13 @@ typedef struct train_result {
     exchange_stats_t exchange_stats; /* preduce: this rank's groups and waits and,
                                         at the controller's rank, its load up to
                                         this rank's last step */
+    /* --fusion: the plan (empty name: none) and the cost model it used */
+    char fusion[64];
+    int fusion_buckets;
+    double fusion_predicted_ms; /* the planner's step: forward, backward, exchanges */
+    double fusion_compute_ms;   /* ... of which the forward and backward passes */
+    double fusion_a_us, fusion_b_us;
+    int fusion_piecewise;
 } train_result_t;
 
 /* Collective over MPI_COMM_WORLD.  ctx may be NULL for --algo mpi.  Returns 0,
