@@ -97,7 +97,7 @@ train_runs() {
             f=""
             [ "$s" = none ] || f="--fusion $s"
             # shellcheck disable=SC2086
-            "$@" "$build/bin/pcoll-train" --algo sync $f --layers "$layers" --batch "$batch" --epochs 1 \
+            "$@" "$build/bin/pcoll-train" --algo sync $f --layers "$layers" --batch "$batch" --epochs 1000 --eval-every 1000 \
                 --max-steps "$steps" --quiet --json "$out/.run.json" >/dev/null
             sed "s/^{/{\"strategy\":\"$s\",/" "$out/.run.json" >>"$json"
         done

@@ -48,11 +48,12 @@ void report_summary(FILE *out, const train_result_t *r)
                  "dense layers %.1f GFLOP/s per rank\n",
             r->compute_ms, r->sleep_ms, r->exchange_ms, r->gflops);
     if (r->fusion[0])
-        fprintf(out, "fusion %s: %d buckets; planned step %.2f ms (compute %.2f ms) with T(M) = %.1f us + %.5f us/B x M%s; "
-                     "measured step %.2f ms (compute with the buckets' starts %.2f ms, exposed exchange %.2f ms)\n",
-                r->fusion, r->fusion_buckets, r->fusion_predicted_ms, r->fusion_compute_ms, r->fusion_a_us, r->fusion_b_us,
-                r->fusion_piecewise ? " (piecewise)" : "", r->steps_per_s > 0 ? 1e3 / r->steps_per_s : NAN,
-                r->compute_ms, r->exchange_ms);
+        fprintf(out, "fusion %s: %d buckets; planned step %.2f ms (compute %.2f ms, update %.2f ms) with T(M) = %.1f us "
+                     "+ %.5f us/B x M%s; measured step %.2f ms (compute with the buckets' starts %.2f ms, exposed "
+                     "exchange %.2f ms)\n",
+                r->fusion, r->fusion_buckets, r->fusion_predicted_ms, r->fusion_compute_ms, r->fusion_update_ms,
+                r->fusion_a_us, r->fusion_b_us, r->fusion_piecewise ? " (piecewise)" : "",
+                r->steps_per_s > 0 ? 1e3 / r->steps_per_s : NAN, r->compute_ms, r->exchange_ms);
     if (!isnan(r->opts.target)) {
         if (isnan(r->time_to_target_s)) fprintf(out, "target %g: not reached\n", r->opts.target);
         else fprintf(out, "target %g: reached after %.2f s\n", r->opts.target, r->time_to_target_s);
@@ -159,6 +160,7 @@ int report_json(const char *path, const train_result_t *r)
         tool_json_int(&j, "fusion_buckets", r->fusion_buckets);
         tool_json_num(&j, "fusion_predicted_step_ms", r->fusion_predicted_ms);
         tool_json_num(&j, "fusion_predicted_compute_ms", r->fusion_compute_ms);
+        tool_json_num(&j, "fusion_update_ms", r->fusion_update_ms);
         tool_json_num(&j, "fusion_model_a_us", r->fusion_a_us);
         tool_json_num(&j, "fusion_model_b_us", r->fusion_b_us);
     }

@@ -110,8 +110,11 @@ typedef struct train_result {
     /* --fusion: the plan (empty name: none) and the cost model it used */
     char fusion[64];
     int fusion_buckets;
-    double fusion_predicted_ms; /* the planner's step: forward, backward, exchanges */
+    double fusion_predicted_ms; /* a step as planned: the planner's iteration (forward,
+                                   backward, exchanges) + the update */
     double fusion_compute_ms;   /* ... of which the forward and backward passes */
+    double fusion_update_ms;    /* ... of which the update (mean gradient, SGD step),
+                                   timed at the start */
     double fusion_a_us, fusion_b_us;
     int fusion_piecewise;
 } train_result_t;
