@@ -143,38 +143,56 @@ static void record_hook(void *arg, int layer)
     ((hook_times_t *)arg)->t[layer + 1] = MPI_Wtime();
 }
 
-/* Backward time of each layer and the forward time: medians over a few
- * passes on the first batch, then the largest over the ranks, so that every
- * rank plans alike. */
+/* Backward time of each layer and the forward time, from a few passes on the
+ * first batch, every rank starting each pass together (as in training).
+ * Where ranks share cores, a pass runs in slices: a layer either runs through
+ * or waits a whole slice of another rank, so the median of each layer alone
+ * misses the waits (their sum was half the median backward pass at 4 ranks
+ * on 2 cores).  So the layers' medians give only the shape, averaged over the
+ * ranks; the total is the median backward pass of the slowest rank, and the
+ * forward time its median forward pass.  Every rank gets the same profile. */
 static int measure_profile(run_t *r, double *tb, double *tf)
 {
     enum { WARMUP = 2, PASSES = 9 };
     const int L = (int)r->model->nlayers;
-    double *samples = malloc(sizeof(double) * (size_t)(L + 1) * PASSES);
-    if (!samples) return tr_fail("out of memory");
+    /* samples[i * PASSES + p]: i = 0 the forward pass, 1 + l layer l's
+       backward, 1 + L the whole backward pass */
+    double *samples = malloc(sizeof(double) * (size_t)(L + 2) * PASSES);
+    double *shape = malloc(sizeof(double) * (size_t)L);
+    if (!samples || !shape) {
+        free(samples);
+        free(shape);
+        return tr_fail("out of memory");
+    }
     mlp_batch_t mb;
     gather_batch(r, 0, &mb);
     hook_times_t h;
     for (int p = -WARMUP; p < PASSES; p++) {
+        check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r->rank);
         double t0 = MPI_Wtime();
         (void)mlp_loss_grad_hooked(r->model, r->params, r->work, &mb, r->grad, record_hook, &h);
         if (p < 0) continue;
         samples[p] = h.t[0] - t0;
         for (int l = L - 1; l >= 0; l--)
             samples[(size_t)(l + 1) * PASSES + (size_t)p] = h.t[l + 1] - (l == L - 1 ? h.t[0] : h.t[l + 2]);
+        samples[(size_t)(L + 1) * PASSES + (size_t)p] = h.t[1] - h.t[0];
     }
-    double *mine = malloc(sizeof(double) * (size_t)(L + 1));
-    if (!mine) {
-        free(samples);
-        return tr_fail("out of memory");
-    }
-    for (int i = 0; i <= L; i++) mine[i] = tool_median(samples + (size_t)i * PASSES, PASSES) * 1e6;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, mine, L + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce",
-              r->rank);
-    *tf = mine[0];
-    memcpy(tb, mine + 1, sizeof(double) * (size_t)L);
+    double sum = 0;
+    for (int l = 0; l < L; l++) sum += shape[l] = tool_median(samples + (size_t)(l + 1) * PASSES, PASSES);
+    for (int l = 0; l < L; l++) shape[l] = sum > 0 ? shape[l] / sum / r->nranks : 1.0 / L / r->nranks;
+    double total[2] = {tool_median(samples, PASSES) * 1e6,
+                       tool_median(samples + (size_t)(L + 1) * PASSES, PASSES) * 1e6};
+    /* the shape's sum over the ranks at rank 0, handed to all: the same
+       numbers everywhere */
+    const int root = r->rank == 0;
+    check_mpi(MPI_Reduce(root ? MPI_IN_PLACE : shape, root ? shape : NULL, L, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+              "MPI_Reduce", r->rank);
+    check_mpi(MPI_Bcast(shape, L, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast", r->rank);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, total, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce", r->rank);
+    *tf = total[0];
+    for (int l = 0; l < L; l++) tb[l] = shape[l] * total[1];
     free(samples);
-    free(mine);
+    free(shape);
     return 0;
 }
 
