@@ -14,11 +14,9 @@ static void scale_into(const float *sum, float *update, size_t n, float s)
     for (size_t i = 0; i < n; i++) update[i] = sum[i] * s;
 }
 
-/* After a synchronous sum of every rank's gradient: the mean, and a round
- * with every rank fresh. */
-static void synchronous_done(exchange_t *ex, float *update, exchange_info_t *info)
+void exchange_synchronous_done(exchange_t *ex, const float *sum, float *update, exchange_info_t *info)
 {
-    scale_into(update, update, ex->cfg.count, ex->scale);
+    scale_into(sum, update, ex->cfg.count, ex->scale);
     memset(info, 0, sizeof *info);
     info->rounds = 1;
     info->own_included = 1;
@@ -31,7 +29,7 @@ static int mpi_step(exchange_t *ex, const float *grad, float *update, exchange_i
     if (ex->cfg.count > (size_t)INT32_MAX) return tr_fail("MPI_Allreduce: %zu values exceed an int count", ex->cfg.count);
     int rc = MPI_Allreduce(grad, update, (int)ex->cfg.count, MPI_FLOAT, MPI_SUM, ex->cfg.comm);
     if (rc != MPI_SUCCESS) return tr_fail("MPI_Allreduce failed (error %d)", rc);
-    synchronous_done(ex, update, info);
+    exchange_synchronous_done(ex, update, update, info);
     return 0;
 }
 
@@ -39,12 +37,11 @@ static int sync_step(exchange_t *ex, const float *grad, float *update, exchange_
 {
     int rc = pcoll_allreduce(ex->cfg.ctx, grad, update, ex->cfg.count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
     if (rc != PCOLL_SUCCESS) return tr_fail("pcoll_allreduce: %s", pcoll_last_error());
-    synchronous_done(ex, update, info);
+    exchange_synchronous_done(ex, update, update, info);
     return 0;
 }
 
-/* the last step already was a synchronous round: nothing is pending */
-static int sync_finish(exchange_t *ex, const float *model, float *update, exchange_info_t *info)
+int exchange_nothing_pending(exchange_t *ex, const float *model, float *update, exchange_info_t *info)
 {
     (void)model;
     memset(update, 0, ex->cfg.count * sizeof *update);
@@ -58,8 +55,8 @@ static int sync_destroy(exchange_t *ex)
     return 0;
 }
 
-static const exchange_ops_t mpi_ops = {mpi_step, sync_finish, sync_destroy, NULL};
-static const exchange_ops_t sync_ops = {sync_step, sync_finish, sync_destroy, NULL};
+static const exchange_ops_t mpi_ops = {mpi_step, exchange_nothing_pending, sync_destroy, NULL};
+static const exchange_ops_t sync_ops = {sync_step, exchange_nothing_pending, sync_destroy, NULL};
 
 int exchange_needs_pcoll(const char *algo) { return strcmp(algo, "mpi") != 0; }
 

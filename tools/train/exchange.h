@@ -122,6 +122,14 @@ struct exchange {
     exchange_stats_t stats;
 };
 
+/* exchange.c, for every algorithm whose step ends in a sum over all ranks:
+ * update = sum / P (sum may be update) and a round with every rank fresh. */
+void exchange_synchronous_done(exchange_t *ex, const float *sum, float *update, exchange_info_t *info);
+
+/* exchange.c: the finish of an exchange whose steps leave nothing pending
+ * (rounds = 0, update zeroed). */
+int exchange_nothing_pending(exchange_t *ex, const float *model, float *update, exchange_info_t *info);
+
 /* exchange_partial.c: set up ex for a partial algorithm (ex->cfg, nranks and
  * scale filled in); 1 if cfg->algo is not a partial spec, -1 on error. */
 int exchange_partial_setup(exchange_t *ex);

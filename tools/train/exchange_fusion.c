@@ -70,21 +70,7 @@ static int step_fusion(exchange_t *ex, const float *grad, float *update, exchang
         reset_mpi(ex);
         if (started < all) return tr_fail("--fusion: %d of %d buckets never had all their layers ready", all - started, all);
     }
-    const float *sum = ex->cfg.grad;
-    for (size_t i = 0; i < ex->cfg.count; i++) update[i] = sum[i] * ex->scale;
-    memset(info, 0, sizeof *info);
-    info->rounds = 1;
-    info->own_included = 1;
-    info->active = ex->nranks;
-    info->contributions = (uint64_t)ex->nranks;
-    return 0;
-}
-
-static int finish_fusion(exchange_t *ex, const float *model, float *update, exchange_info_t *info)
-{
-    (void)model;
-    memset(update, 0, ex->cfg.count * sizeof *update);
-    memset(info, 0, sizeof *info);
+    exchange_synchronous_done(ex, ex->cfg.grad, update, info);
     return 0;
 }
 
@@ -99,8 +85,8 @@ static int destroy_fusion(exchange_t *ex)
     return rc;
 }
 
-static const exchange_ops_t sync_fusion_ops = {step_fusion, finish_fusion, destroy_fusion, ready_sync};
-static const exchange_ops_t mpi_fusion_ops = {step_fusion, finish_fusion, destroy_fusion, ready_mpi};
+static const exchange_ops_t sync_fusion_ops = {step_fusion, exchange_nothing_pending, destroy_fusion, ready_sync};
+static const exchange_ops_t mpi_fusion_ops = {step_fusion, exchange_nothing_pending, destroy_fusion, ready_mpi};
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -61,12 +61,7 @@ static int preduce_finish(exchange_t *ex, const float *model, float *out, exchan
     if (pcoll_preduce_free(&st->obj) != PCOLL_SUCCESS) return tr_fail("pcoll_preduce_free: %s", pcoll_last_error());
     int rc = pcoll_allreduce(ex->cfg.ctx, model, out, ex->cfg.count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
     if (rc != PCOLL_SUCCESS) return tr_fail("pcoll_allreduce: %s", pcoll_last_error());
-    for (size_t i = 0; i < ex->cfg.count; i++) out[i] *= ex->scale;
-    memset(info, 0, sizeof *info);
-    info->rounds = 1;
-    info->own_included = 1;
-    info->active = ex->nranks;
-    info->contributions = (uint64_t)ex->nranks;
+    exchange_synchronous_done(ex, out, out, info);
     return 0;
 }
 
