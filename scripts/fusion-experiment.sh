@@ -15,8 +15,9 @@
 #   scripts/fusion-experiment.sh [bench] [train] [node]      (default: all)
 #
 # Environment: BUILD (build), NODES (4), RATE (1gbit), NP (4), REPEATS (3),
-# LAYERS (784,256x20,10), BATCH (128), STEPS (40), STRATEGIES
-# (wfbp single fixed:25M mgwfbp optimal), OUT (results/fusion).
+# LAYERS (784,256x20,10), BATCH (128), STEPS (40), STRATEGIES (train and
+# node; wfbp single fixed:25M mgwfbp optimal; bench runs pcoll-bench's
+# default list), OUT (results/fusion).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}

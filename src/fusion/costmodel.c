@@ -132,15 +132,14 @@ static double quality(const pcoll_cost_model_t *m, const sample_t *s, int n, dou
 
 /* The best split of the n sorted samples into k ranges of at least two for
  * every k <= kmax: cost[k][j] the least error of the first j samples in k
- * ranges, from[k][j] where the last of them begins. */
-static void segment(const sample_t *s, int n, int kmax, double *cost, int *from)
+ * ranges, from[k][j] where the last of them begins; err ((n + 1)^2) is
+ * scratch for each range's fit. */
+static void segment(const sample_t *s, int n, int kmax, double *cost, int *from, double *err)
 {
 #define AT(t, k, j) (t)[(size_t)(k) * (size_t)(n + 1) + (size_t)(j)]
     for (int k = 0; k <= kmax; k++)
         for (int j = 0; j <= n; j++) AT(cost, k, j) = INFINITY;
     AT(cost, 0, 0) = 0;
-    double *err = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)(n + 1));
-    if (!err) return; /* every cost stays infinite: the caller keeps one range */
     for (int i = 0; i < n; i++)
         for (int j = i + 2; j <= n; j++) {
             double a, b;
@@ -157,7 +156,6 @@ static void segment(const sample_t *s, int n, int kmax, double *cost, int *from)
                     AT(from, k, j) = i;
                 }
             }
-    free(err);
 #undef AT
 }
 
@@ -187,13 +185,16 @@ int pcoll_cost_model_fit(const double *bytes, const double *us, int n, pcoll_cos
     if (n >= 4) {
         double *cost = malloc(sizeof(double) * (size_t)(kmax + 1) * (size_t)(n + 1));
         int *from = calloc((size_t)(kmax + 1) * (size_t)(n + 1), sizeof *from);
-        if (!cost || !from) {
+        double *err = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)(n + 1)); /* [i][j]: range i..j-1 */
+        if (!cost || !from || !err) {
             free(cost);
             free(from);
+            free(err);
             free(s);
             return PC_ERR(PCOLL_ERR_NOMEM, "no memory for the piecewise fit of %d samples", n);
         }
-        segment(s, n, kmax, cost, from);
+        segment(s, n, kmax, cost, from, err);
+        free(err);
         pcoll_cost_model_t best = *m;
         double best_rel = INFINITY;
         for (int k = 1; k <= kmax; k++) {

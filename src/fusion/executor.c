@@ -34,6 +34,7 @@ typedef struct bucket {
     size_t count;     /* elements */
     char *data;       /* what the allreduce reduces in place */
     int staged;       /* data is a buffer of its own */
+    int abandoned;    /* its allreduce timed out: MPI may still read data */
     pcoll_plan_t *plan;
     pcoll_request_t *req;
 } bucket_t;
@@ -56,7 +57,7 @@ static void destroy(pcoll_fusion_t *f)
     if (!f) return;
     for (int k = 0; f->b && k < f->nbuckets; k++) {
         if (f->b[k].plan) pcoll_plan_free(&f->b[k].plan);
-        if (f->b[k].staged) free(f->b[k].data);
+        if (f->b[k].staged && !f->b[k].abandoned) free(f->b[k].data);
     }
     free(f->b);
     free(f->offset);
@@ -108,12 +109,40 @@ static int agree(pcoll_t *ctx, const int *group, int group_size, int n, int me, 
     return rc == PCOLL_SUCCESS ? rc : pc_error(rc, fn, "agreeing on the plan failed: %s", pcoll_last_error());
 }
 
+/* Each bucket's layers and place in the gradient: in place when its layers
+ * are next to each other, else a staging buffer (allocated here, before the
+ * members agree, so that one member short of memory fails them all). */
+static int lay_out(pcoll_fusion_t *f, const pcoll_fusion_plan_t *pl, const size_t *offset, const size_t *count,
+                   const char *fn)
+{
+    memcpy(f->offset, offset, sizeof(size_t) * (size_t)pl->nlayers);
+    memcpy(f->count, count, sizeof(size_t) * (size_t)pl->nlayers);
+    memcpy(f->bucket_of, pl->bucket_of, sizeof(int) * (size_t)pl->nlayers);
+    for (int k = 0; k < f->nbuckets; k++) {
+        bucket_t *b = &f->b[k];
+        b->first = pl->first[k];
+        b->last = pl->last[k];
+        b->pending = b->last - b->first + 1;
+        int adjacent = 1;
+        for (int l = b->first; l <= b->last; l++) {
+            b->count += count[l];
+            if (l > b->first && offset[l - 1] + count[l - 1] != offset[l]) adjacent = 0;
+        }
+        if (adjacent) {
+            b->data = f->grad + offset[b->first] * f->esize;
+        } else if (!(b->data = malloc(b->count * f->esize + 1))) {
+            return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for bucket %d (%zu elements)", k, b->count);
+        } else {
+            b->staged = 1;
+        }
+    }
+    return PCOLL_SUCCESS;
+}
+
 /* Checks what one member can check alone. */
-static int check(pcoll_t *ctx, void *grad, pcoll_dtype_t dtype, pcoll_op_t op, const size_t *offset,
+static int check(void *grad, pcoll_dtype_t dtype, pcoll_op_t op, const size_t *offset,
                  const size_t *count, const pcoll_fusion_plan_t *pl, const char *fn)
 {
-    int rc = pc_ctx_check(ctx, fn);
-    if (rc != PCOLL_SUCCESS) return rc;
     if (!pl) return pc_error(PCOLL_ERR_NULL, fn, "plan is NULL");
     if (!offset || !count) return pc_error(PCOLL_ERR_NULL, fn, "%s is NULL", !offset ? "layer_offset" : "layer_count");
     if (!grad) return pc_error(PCOLL_ERR_NULL, fn, "grad is NULL");
@@ -156,7 +185,7 @@ int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *gr
     if (me < 0) return pc_error(PCOLL_ERR_ARG, fn, "this rank (%d) is not in the group", ctx->rank);
     /* what this member can check alone; then every member learns who
      * differs (or failed) before any bucket is set up */
-    rc = check(ctx, grad, dtype, op, offset, count, pl, fn);
+    rc = check(grad, dtype, op, offset, count, pl, fn);
     pcoll_fusion_t *f = rc == PCOLL_SUCCESS ? calloc(1, sizeof *f) : NULL;
     if (f) {
         f->ctx = ctx;
@@ -173,6 +202,7 @@ int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *gr
     }
     if (rc == PCOLL_SUCCESS && (!f || !f->offset || !f->count || !f->bucket_of || !f->ready || !f->b))
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan of %d layers", pl->nlayers);
+    if (rc == PCOLL_SUCCESS) rc = lay_out(f, pl, offset, count, fn);
     int *bad = malloc(sizeof(int) * (size_t)n);
     if (!bad) {
         destroy(f);
@@ -198,32 +228,11 @@ int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *gr
         destroy(f);
         return rc;
     }
-    memcpy(f->offset, offset, sizeof(size_t) * (size_t)pl->nlayers);
-    memcpy(f->count, count, sizeof(size_t) * (size_t)pl->nlayers);
-    memcpy(f->bucket_of, pl->bucket_of, sizeof(int) * (size_t)pl->nlayers);
     /* every member sets up every bucket (collective plans), in order; one
      * that fails makes the others' setup fail too, or time out */
-    for (int k = 0; k < f->nbuckets && rc == PCOLL_SUCCESS; k++) {
-        bucket_t *b = &f->b[k];
-        b->first = pl->first[k];
-        b->last = pl->last[k];
-        b->pending = b->last - b->first + 1;
-        int adjacent = 1;
-        for (int l = b->first; l <= b->last; l++) {
-            b->count += count[l];
-            if (l > b->first && offset[l - 1] + count[l - 1] != offset[l]) adjacent = 0;
-        }
-        if (adjacent) {
-            b->data = f->grad + offset[b->first] * f->esize;
-        } else if (!(b->data = malloc(b->count * f->esize + 1))) {
-            rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for bucket %d (%zu elements)", k, b->count);
-            break;
-        } else {
-            b->staged = 1;
-        }
-        rc = pc_plan_init(ctx, PCOLL_IN_PLACE, b->data, b->count, dtype, op, group, group_size,
-                          pc_bucket_algo(ctx, b->count * f->esize, n), fn, &b->plan);
-    }
+    for (int k = 0; k < f->nbuckets && rc == PCOLL_SUCCESS; k++)
+        rc = pc_plan_init(ctx, PCOLL_IN_PLACE, f->b[k].data, f->b[k].count, dtype, op, group, group_size,
+                          pc_bucket_algo(ctx, f->b[k].count * f->esize, n), fn, &f->b[k].plan);
     if (rc != PCOLL_SUCCESS) {
         destroy(f);
         return rc;
@@ -279,10 +288,9 @@ int pcoll_fusion_wait(pcoll_fusion_t *f)
     if (!f) return pc_error(PCOLL_ERR_NULL, fn, "fusion is NULL");
     int rc = PCOLL_SUCCESS;
     for (int k = 0; k < f->next; k++) {
-        bucket_t *b = &f->b[k];
-        if (!b->req) continue;
+        bucket_t *b = &f->b[k]; /* every bucket before next was started */
         int wrc = pcoll_wait(&b->req);
-        b->req = NULL; /* the plan's own request: done with for this step */
+        if (wrc == PCOLL_ERR_TIMEOUT) b->abandoned = 1;
         if (wrc != PCOLL_SUCCESS) {
             if (rc == PCOLL_SUCCESS)
                 rc = pc_error(wrc, fn, "bucket %d (layers %d..%d): %s", k, b->first, b->last, pcoll_last_error());

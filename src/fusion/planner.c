@@ -39,20 +39,23 @@
 #include "../util/parse.h"
 #include "pcoll.h"
 
+/* the strategies known by name (fixed:BYTES carries its size) */
+static const struct {
+    const char *name;
+    pcoll_fusion_strategy_t s;
+} strategy_names[] = {{"optimal", PCOLL_FUSION_OPTIMAL},
+                      {"mgwfbp", PCOLL_FUSION_MGWFBP},
+                      {"wfbp", PCOLL_FUSION_WFBP},
+                      {"single", PCOLL_FUSION_SINGLE}};
+#define NSTRATEGY_NAMES (sizeof strategy_names / sizeof strategy_names[0])
+
 int pcoll_fusion_spec_parse(const char *text, pcoll_fusion_spec_t *spec)
 {
     if (!text) return PC_ERR(PCOLL_ERR_NULL, "text is NULL");
     if (!spec) return PC_ERR(PCOLL_ERR_NULL, "spec is NULL");
-    static const struct {
-        const char *name;
-        pcoll_fusion_strategy_t s;
-    } names[] = {{"optimal", PCOLL_FUSION_OPTIMAL},
-                 {"mgwfbp", PCOLL_FUSION_MGWFBP},
-                 {"wfbp", PCOLL_FUSION_WFBP},
-                 {"single", PCOLL_FUSION_SINGLE}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(text, names[i].name)) {
-            *spec = (pcoll_fusion_spec_t){names[i].s, 0};
+    for (size_t i = 0; i < NSTRATEGY_NAMES; i++)
+        if (!strcmp(text, strategy_names[i].name)) {
+            *spec = (pcoll_fusion_spec_t){strategy_names[i].s, 0};
             return PCOLL_SUCCESS;
         }
     size_t cap;
@@ -68,16 +71,19 @@ int pcoll_fusion_spec_parse(const char *text, pcoll_fusion_spec_t *spec)
 void pcoll_fusion_spec_name(const pcoll_fusion_spec_t *spec, char *buf, size_t len)
 {
     if (!buf || len == 0) return;
-    const char *n = !spec ? "?"
-                    : spec->strategy == PCOLL_FUSION_OPTIMAL ? "optimal"
-                    : spec->strategy == PCOLL_FUSION_MGWFBP  ? "mgwfbp"
-                    : spec->strategy == PCOLL_FUSION_WFBP    ? "wfbp"
-                    : spec->strategy == PCOLL_FUSION_SINGLE  ? "single"
-                                                             : NULL;
-    if (n)
-        snprintf(buf, len, "%s", n);
-    else
+    if (!spec) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    for (size_t i = 0; i < NSTRATEGY_NAMES; i++)
+        if (spec->strategy == strategy_names[i].s) {
+            snprintf(buf, len, "%s", strategy_names[i].name);
+            return;
+        }
+    if (spec->strategy == PCOLL_FUSION_FIXED)
         snprintf(buf, len, "fixed:%zu", spec->fixed_bytes);
+    else
+        snprintf(buf, len, "?");
 }
 
 static double T(const pcoll_cost_model_t *m, double bytes) { return pcoll_cost_predict(m, bytes); }
@@ -100,10 +106,21 @@ static int check_profile(const pcoll_fusion_profile_t *p)
 static int check_model(const pcoll_cost_model_t *m)
 {
     if (!m) return PC_ERR(PCOLL_ERR_NULL, "model is NULL");
-    if (!isfinite(m->a_us) || !isfinite(m->b_us))
-        return PC_ERR(PCOLL_ERR_ARG, "model: a_us %g and b_us %g must be finite", m->a_us, m->b_us);
-    if (m->piecewise && (m->nsegments < 1 || m->nsegments > PCOLL_COST_MAX_SEGMENTS))
+    if (!isfinite(m->a_us) || !isfinite(m->b_us) || m->a_us < 0 || m->b_us < 0)
+        return PC_ERR(PCOLL_ERR_ARG, "model: a_us %g and b_us %g must be finite and >= 0", m->a_us, m->b_us);
+    if (!m->piecewise) return PCOLL_SUCCESS;
+    if (m->nsegments < 1 || m->nsegments > PCOLL_COST_MAX_SEGMENTS)
         return PC_ERR(PCOLL_ERR_ARG, "model->nsegments %d is not in 1..%d", m->nsegments, PCOLL_COST_MAX_SEGMENTS);
+    /* a fitted segment's a may be below 0 (a line through its range only) */
+    for (int k = 0; k < m->nsegments; k++) {
+        const pcoll_cost_segment_t *g = &m->segment[k];
+        if (!isfinite(g->from_bytes) || !isfinite(g->a_us) || !isfinite(g->b_us) || g->b_us < 0)
+            return PC_ERR(PCOLL_ERR_ARG, "model->segment[%d] (from %g bytes, a %g us, b %g us/B): finite numbers, b >= 0",
+                          k, g->from_bytes, g->a_us, g->b_us);
+        if (k > 0 && g->from_bytes <= m->segment[k - 1].from_bytes)
+            return PC_ERR(PCOLL_ERR_ARG, "model->segment[%d] begins at %g bytes, not after segment %d's %g", k,
+                          g->from_bytes, k - 1, m->segment[k - 1].from_bytes);
+    }
     return PCOLL_SUCCESS;
 }
 

@@ -221,7 +221,9 @@ static void test_random(void)
     printf("random profiles: %d (L <= 14); under linear models mgwfbp was optimal in %d of %d (%.1f%%), "
            "worst %.1f%% slower than optimal\n",
            instances, mg_optimal, mg_linear, 100.0 * mg_optimal / mg_linear, 100 * worst);
-    CHECK(mg_optimal > mg_linear / 2); /* mostly optimal ... */
+    /* mostly optimal (fixed seed: 90.6%, worst 10.1%; docs/algorithms.md) ... */
+    CHECK(mg_optimal * 100 >= mg_linear * 85);
+    CHECK(worst <= 0.12);
 }
 
 /* ... but not always: Theorem 1's counterexample.  Layers (forward order)
@@ -293,6 +295,7 @@ static void test_errors(void)
     pcoll_cost_model_t m;
     pcoll_fusion_spec_t spec;
     pcoll_fusion_plan_t *pl;
+    char name[64];
     CHECK_RC(pcoll_cost_model_linear(1, 1, &m));
     CHECK_RC(pcoll_fusion_spec_parse("optimal", &spec));
     EXPECT_ERR(pcoll_fusion_plan_create(&p, &m, &spec, &pl), PCOLL_ERR_ARG, "backward_us[1]");
@@ -303,11 +306,25 @@ static void test_errors(void)
     EXPECT_ERR(pcoll_fusion_plan_create(NULL, &m, &spec, &pl), PCOLL_ERR_NULL, "profile");
     EXPECT_ERR(pcoll_fusion_plan_create(&p, NULL, &spec, &pl), PCOLL_ERR_NULL, "model");
     EXPECT_ERR(pcoll_fusion_plan_create(&p, &m, &spec, NULL), PCOLL_ERR_NULL, "plan");
+    /* a piecewise model made by hand: every segment checked */
+    pcoll_cost_model_t pw = m;
+    pw.piecewise = 1;
+    pw.nsegments = 2;
+    pw.segment[0] = (pcoll_cost_segment_t){0, 1, 1};
+    pw.segment[1] = (pcoll_cost_segment_t){8, NAN, 1};
+    EXPECT_ERR(pcoll_fusion_plan_create(&p, &pw, &spec, &pl), PCOLL_ERR_ARG, "segment[1]");
+    pw.segment[1] = (pcoll_cost_segment_t){0, 1, 1};
+    EXPECT_ERR(pcoll_fusion_plan_create(&p, &pw, &spec, &pl), PCOLL_ERR_ARG, "segment[1] begins");
+    pw.segment[1] = (pcoll_cost_segment_t){8, -5, 1}; /* a fitted line may start below 0 */
+    CHECK_RC(pcoll_fusion_plan_create(&p, &pw, &spec, &pl));
+    pcoll_fusion_plan_free(&pl);
+    pcoll_fusion_spec_t bad = {(pcoll_fusion_strategy_t)99, 0};
+    pcoll_fusion_spec_name(&bad, name, sizeof name);
+    CHECK(!strcmp(name, "?"));
     EXPECT_ERR(pcoll_fusion_spec_parse("fixed:0", &spec), PCOLL_ERR_ARG, "fixed:0");
     EXPECT_ERR(pcoll_fusion_spec_parse("bogus", &spec), PCOLL_ERR_ARG, "bogus");
     CHECK_RC(pcoll_fusion_spec_parse("fixed:25M", &spec));
     CHECK(spec.strategy == PCOLL_FUSION_FIXED && spec.fixed_bytes == (size_t)25 << 20);
-    char name[64];
     pcoll_fusion_spec_name(&spec, name, sizeof name);
     CHECK(!strcmp(name, "fixed:26214400"));
     spec.fixed_bytes = 0;

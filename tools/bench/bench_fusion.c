@@ -131,9 +131,10 @@ int bench_fusion(int argc, char **argv, int rank, int size)
     char err[512];
     const char *pcols[2] = {"n_params|bytes", "backward_us"};
     double *col[2];
-    int which[2], L;
-    if (tool_read_csv(profile, pcols, 2, col, which, &L, err, sizeof err) != 0 || L < 1)
-        tool_usage_error(prog, "--profile: %s", L < 1 ? "no layers" : err);
+    int which[2], L = 0;
+    if (tool_read_csv(profile, pcols, 2, col, which, &L, err, sizeof err) != 0)
+        tool_usage_error(prog, "--profile: %s", err);
+    if (L < 1) tool_usage_error(prog, "--profile: %s has no layers", profile);
     size_t *bytes = malloc(sizeof(size_t) * (size_t)L), total = 0;
     double tbsum = 0;
     for (int l = 0; l < L; l++) {

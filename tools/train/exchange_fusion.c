@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "exchange.h"
+#include "tool.h"
 
 typedef struct fusion_impl {
     pcoll_fusion_t *f;        /* sync */
@@ -88,14 +89,9 @@ static int destroy_fusion(exchange_t *ex)
 static const exchange_ops_t sync_fusion_ops = {step_fusion, exchange_nothing_pending, destroy_fusion, ready_sync};
 static const exchange_ops_t mpi_fusion_ops = {step_fusion, exchange_nothing_pending, destroy_fusion, ready_mpi};
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* MPI_Allreduce timed like pcoll_calibrate times pcoll's: sizes doubling
- * from 4 bytes, the median over reps of the slowest rank, then the fit. */
+/* MPI_Allreduce timed as pcoll_calibrate times pcoll's: sizes doubling from
+ * 4 bytes, the median over repetitions of the slowest rank, then the fit
+ * (up to 30 repetitions, where pcoll_calibrate takes up to 50). */
 static int calibrate_mpi(MPI_Comm comm, size_t max_bytes, pcoll_cost_model_t *model)
 {
     enum { MAXREPS = 30 };
@@ -114,9 +110,8 @@ static int calibrate_mpi(MPI_Comm comm, size_t max_bytes, pcoll_cost_model_t *mo
             double dt = (MPI_Wtime() - t0) * 1e6;
             MPI_Allreduce(&dt, &t[r], 1, MPI_DOUBLE, MPI_MAX, comm);
         }
-        qsort(t, (size_t)reps, sizeof(double), cmp_double);
         x[n] = (double)bytes;
-        y[n] = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+        y[n] = tool_median(t, (size_t)reps);
     }
     free(buf);
     if (pcoll_cost_model_fit(x, y, n, model) != PCOLL_SUCCESS) return tr_fail("%s", pcoll_last_error());
