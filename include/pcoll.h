@@ -179,6 +179,23 @@ PCOLL_API int pcoll_set_progress_policy(pcoll_t *ctx, const pcoll_progress_polic
 PCOLL_API int pcoll_set_timeouts(pcoll_t *ctx, double stall_warn_s, double timeout_s);
 PCOLL_API int pcoll_get_timeouts(const pcoll_t *ctx, double *stall_warn_s, double *timeout_s);
 
+/*
+ * Setup agreement, for code that sets things up collectively on top of
+ * pcoll (a binding, an application's own objects), as the library's own
+ * setup calls do.  Collective over the context.  Each rank passes its
+ * status so far (PCOLL_SUCCESS, or an error it found alone: `why` says
+ * what, NULL for pcoll_last_error()) and n values that must be equal at
+ * every rank, names[i] saying what value i is.  The ranks agree on n first,
+ * so a rank with more values fails every rank too.  Every rank returns an
+ * error if any failed (a failed rank its own; the others its status and
+ * "rank 2 failed (there: <why>); every rank fails"), PCOLL_ERR_ARG if a
+ * value differs ("<names[i]> differs between ranks: 32 at rank(s) 0, 2; 16
+ * at rank(s) 1"), else PCOLL_SUCCESS.  `what` starts the messages (NULL:
+ * "pcoll_agree").
+ */
+PCOLL_API int pcoll_agree(pcoll_t *ctx, const char *what, int status, const char *why, int n,
+                          const char *const *names, const int64_t *values);
+
 /* ---- synchronous allreduce on any group ---------------------------------- */
 
 typedef enum pcoll_allreduce_algo {
@@ -673,8 +690,10 @@ typedef struct pcoll_fusion pcoll_fusion_t;
  * Collective over the group (NULL: every rank; the same plan and layout at
  * every member, or every member fails naming the difference).  Layer l's
  * gradient is layer_count[l] elements at grad + layer_offset[l] elements;
- * a bucket whose layers lie next to each other in grad is reduced in place,
- * another through a buffer of its own (a copy in and out).  Each bucket's
+ * a bucket whose layers fill one stretch of grad, one after the other in
+ * forward or in backprop order (a flat buffer that backprop fills from its
+ * start), is reduced in place, another through a buffer of its own (a copy
+ * in and out).  Each bucket's
  * allreduce is a persistent plan set up here: the steps allocate nothing.
  * Every bucket uses a tree-shaped algorithm (recursive doubling, or
  * Rabenseifner for large buckets: both add every element up in the same

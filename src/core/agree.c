@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../util/error.h"
+#include "context.h"
 
 /* Appends "r, r, ..." of the ranks whose value at column `col` equals v
  * (at most 8 named, then "and N more"). */
@@ -48,14 +49,23 @@ int pc_agree(MPI_Comm comm, const char *fn, int status, int bad, const pc_agree_
     } in = {status, me}, worst = {0, 0};
     int rc = MPI_Allreduce(&in, &worst, 1, MPI_2INT, MPI_MINLOC, comm);
     if (rc == MPI_SUCCESS && worst.status != PCOLL_SUCCESS) {
-        int field = bad;
-        rc = MPI_Bcast(&field, 1, MPI_INT, worst.rank, comm);
+        /* the failing rank tells which field and why: its own message */
+        struct {
+            int field;
+            char why[400];
+        } told = {bad, ""};
+        if (me == worst.rank) snprintf(told.why, sizeof told.why, "%s", pcoll_last_error());
+        rc = MPI_Bcast(&told, (int)sizeof told, MPI_BYTE, worst.rank, comm);
         free(all);
         if (status != PCOLL_SUCCESS) return status; /* our own message says why */
-        const char *what = rc == MPI_SUCCESS && field >= 0 && field < nfields ? fields[field].name : NULL;
-        if (what) return pc_error(worst.status, fn, "%s is invalid at rank %d; every rank fails", what, worst.rank);
-        return pc_error(worst.status, fn, "rank %d failed (%s); every rank fails", worst.rank,
-                        pcoll_strerror(worst.status));
+        told.why[sizeof told.why - 1] = '\0';
+        const char *why = rc == MPI_SUCCESS && told.why[0] ? told.why : pcoll_strerror(worst.status);
+        const char *what = rc == MPI_SUCCESS && told.field >= 0 && told.field < nfields ? fields[told.field].name
+                                                                                          : NULL;
+        if (what)
+            return pc_error(worst.status, fn, "%s is invalid at rank %d (there: %s); every rank fails", what,
+                            worst.rank, why);
+        return pc_error(worst.status, fn, "rank %d failed (there: %s); every rank fails", worst.rank, why);
     }
     if (rc != MPI_SUCCESS) {
         free(all);
@@ -97,4 +107,33 @@ int pc_agree(MPI_Comm comm, const char *fn, int status, int bad, const pc_agree_
     }
     free(all);
     return result;
+}
+
+int pcoll_agree(pcoll_t *ctx, const char *what, int status, const char *why, int n, const char *const *names,
+                const int64_t *values)
+{
+    const char *fn = what && what[0] ? what : "pcoll_agree";
+    int rc = pc_ctx_check(ctx, fn);
+    if (rc != PCOLL_SUCCESS) return rc; /* without a context nothing can be agreed */
+    /* this rank's own failure, or bad arguments, become its status: the
+     * others still reach both steps and fail with it */
+    if (status > 0 || status < PCOLL_ERR_TIMEOUT) status = PCOLL_ERR_INTERNAL;
+    if (status != PCOLL_SUCCESS)
+        status = why ? pc_error(status, fn, "%s", why) : pc_error(status, fn, "%s", pcoll_last_error());
+    else if (n < 0)
+        status = pc_error(PCOLL_ERR_COUNT, fn, "n is %d; it must be >= 0", n);
+    else if (n > 0 && (!names || !values))
+        status = pc_error(PCOLL_ERR_NULL, fn, "%s is NULL", !names ? "names" : "values");
+    for (int i = 0; status == PCOLL_SUCCESS && i < n; i++)
+        if (!names[i]) status = pc_error(PCOLL_ERR_NULL, fn, "names[%d] is NULL", i);
+    /* first the number of values (the second step's width), then the values */
+    pc_agree_field_t count = {"the number of values", status == PCOLL_SUCCESS ? n : 0, 1, NULL};
+    rc = pc_agree(ctx->comm, fn, status, -1, &count, 1, PCOLL_ERR_ARG);
+    if (rc != PCOLL_SUCCESS) return rc;
+    pc_agree_field_t *fields = calloc((size_t)(n > 0 ? n : 1), sizeof *fields);
+    if (!fields) status = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for %d values", n);
+    for (int i = 0; fields && i < n; i++) fields[i] = (pc_agree_field_t){names[i], values[i], 1, NULL};
+    rc = pc_agree(ctx->comm, fn, status, -1, fields, fields ? n : 0, PCOLL_ERR_ARG);
+    free(fields);
+    return rc;
 }

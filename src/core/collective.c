@@ -26,6 +26,7 @@
 #include "../util/error.h"
 #include "../util/log.h"
 #include "op.h"
+#include "plan.h"
 #include "stall.h"
 
 /* Built schedules are kept for reuse while they fit in these bounds. */
@@ -356,6 +357,14 @@ static int release(pcoll_request_t **preq, int waited, const char *fn)
     ctx->live_requests--;
     pthread_mutex_unlock(&ctx->lock);
     return finish(req, waited, fn);
+}
+
+int pc_request_give_up(pcoll_request_t **preq, const char *fn)
+{
+    if (!preq || !*preq) return PCOLL_SUCCESS;
+    int rc = PCOLL_SUCCESS;
+    if (!atomic_load(&(*preq)->done) && pc_op_abandon(*preq)) rc = PCOLL_ERR_TIMEOUT; /* the caller says why */
+    return release(preq, rc, fn);
 }
 
 int pcoll_test(pcoll_request_t **preq, int *flag)

@@ -9,4 +9,11 @@
 int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
                  const int *group, int group_size, pcoll_allreduce_algo_t algo, const char *fn, pcoll_plan_t **plan);
 
+/* Completes *req as pcoll_wait does, except that an operation not complete
+ * yet is given up at once, as after a timeout (PCOLL_ERR_TIMEOUT): for a
+ * caller whose earlier wait on the same ranks timed out already, so that
+ * one call does not wait PCOLL_TIMEOUT_S once per request.  It sets no
+ * message: the earlier timeout's says why. */
+int pc_request_give_up(pcoll_request_t **req, const char *fn);
+
 #endif

@@ -5,8 +5,9 @@
  *
  *   create (collective)     check the plan and layout; agree on them
  *                           across the group; per bucket: its place in
- *                           the gradient (in place when its layers are
- *                           next to each other, else a staging buffer)
+ *                           the gradient (in place when its layers fill
+ *                           one stretch of it, in forward or backprop
+ *                           order, else a staging buffer)
  *                           and a persistent plan (buckets.h's algorithm)
  *   ready(l)                pending[bucket of l] -= 1; while the next
  *                           bucket in plan order has none pending: copy
@@ -110,7 +111,7 @@ static int agree(pcoll_t *ctx, const int *group, int group_size, int n, int me, 
 }
 
 /* Each bucket's layers and place in the gradient: in place when its layers
- * are next to each other, else a staging buffer (allocated here, before the
+ * fill one stretch of it (in either order), else a staging buffer (allocated here, before the
  * members agree, so that one member short of memory fails them all). */
 static int lay_out(pcoll_fusion_t *f, const pcoll_fusion_plan_t *pl, const size_t *offset, const size_t *count,
                    const char *fn)
@@ -123,13 +124,16 @@ static int lay_out(pcoll_fusion_t *f, const pcoll_fusion_plan_t *pl, const size_
         b->first = pl->first[k];
         b->last = pl->last[k];
         b->pending = b->last - b->first + 1;
-        int adjacent = 1;
+        /* in place when the layers fill one stretch of grad, in forward
+         * order or in backprop order (a flat buffer filled as backprop goes) */
+        int ascending = 1, descending = 1;
         for (int l = b->first; l <= b->last; l++) {
             b->count += count[l];
-            if (l > b->first && offset[l - 1] + count[l - 1] != offset[l]) adjacent = 0;
+            if (l > b->first && offset[l - 1] + count[l - 1] != offset[l]) ascending = 0;
+            if (l > b->first && offset[l] + count[l] != offset[l - 1]) descending = 0;
         }
-        if (adjacent) {
-            b->data = f->grad + offset[b->first] * f->esize;
+        if (ascending || descending) {
+            b->data = f->grad + offset[ascending ? b->first : b->last] * f->esize;
         } else if (!(b->data = malloc(b->count * f->esize + 1))) {
             return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for bucket %d (%zu elements)", k, b->count);
         } else {
@@ -286,11 +290,13 @@ int pcoll_fusion_wait(pcoll_fusion_t *f)
 {
     static const char *fn = "pcoll_fusion_wait";
     if (!f) return pc_error(PCOLL_ERR_NULL, fn, "fusion is NULL");
-    int rc = PCOLL_SUCCESS;
+    int rc = PCOLL_SUCCESS, timed_out = 0;
     for (int k = 0; k < f->next; k++) {
         bucket_t *b = &f->b[k]; /* every bucket before next was started */
-        int wrc = pcoll_wait(&b->req);
-        if (wrc == PCOLL_ERR_TIMEOUT) b->abandoned = 1;
+        /* after one timeout the later buckets (the same members) are given
+         * up at once: the call fails after PCOLL_TIMEOUT_S, not once per bucket */
+        int wrc = timed_out ? pc_request_give_up(&b->req, fn) : pcoll_wait(&b->req);
+        if (wrc == PCOLL_ERR_TIMEOUT) b->abandoned = timed_out = 1;
         if (wrc != PCOLL_SUCCESS) {
             if (rc == PCOLL_SUCCESS)
                 rc = pc_error(wrc, fn, "bucket %d (layers %d..%d): %s", k, b->first, b->last, pcoll_last_error());

@@ -11,6 +11,9 @@
  *     sync_every different at one rank, or invalid at one rank only:
  *     PCOLL_ERR_ARG naming it, at every rank; a valid create works after;
  *   - messages name the public call, never an internal function;
+ *   - pcoll_agree (for bindings and applications): equal values pass; a
+ *     value that differs at one rank, a different number of values, or a
+ *     local failure at one rank (with its reason) fails every rank naming it;
  *   - an MPI failure (two ranks on different algorithms: a message too long
  *     for its receive) fails the operation with PCOLL_ERR_MPI and a message
  *     naming the MPI call (2 ranks; with a timeout so nothing can hang).
@@ -136,6 +139,40 @@ static void create_agreement(pcoll_t *ctx)
     CHECK_RC(pcoll_partial_free(&p));
 }
 
+static void public_agreement(pcoll_t *ctx)
+{
+    int last = size - 1;
+    const char *names[3] = {"layers", "conv1.weight: dimension 0", "conv1.weight: dtype"};
+    int64_t v[3] = {7, 32, 0};
+    CHECK_RC(pcoll_agree(ctx, "model check", PCOLL_SUCCESS, NULL, 3, names, v));
+    CHECK_RC(pcoll_agree(ctx, NULL, PCOLL_SUCCESS, NULL, 0, NULL, NULL));
+    if (size > 1) {
+        v[1] = rank == last ? 16 : 32;
+        EXPECT_ERR(pcoll_agree(ctx, "model check", PCOLL_SUCCESS, NULL, 3, names, v), PCOLL_ERR_ARG,
+                   "conv1.weight: dimension 0 differs between ranks");
+        names_call("model check");
+        CHECK_MSG(strstr(pcoll_last_error(), "16 at rank(s)") && strstr(pcoll_last_error(), "32 at rank(s) 0"), "%s",
+                  pcoll_last_error());
+        v[1] = 32;
+        EXPECT_ERR(pcoll_agree(ctx, "model check", PCOLL_SUCCESS, NULL, rank == last ? 2 : 3, names, v),
+                   PCOLL_ERR_ARG, "the number of values differs");
+    }
+    /* a local failure: that rank keeps its reason, the others are told it */
+    int rc = pcoll_agree(ctx, "model check", rank == last ? PCOLL_ERR_DTYPE : PCOLL_SUCCESS,
+                         "parameter fc.bias is float16", 3, names, v);
+    CHECK(rc == PCOLL_ERR_DTYPE);
+    CHECK_MSG(strstr(pcoll_last_error(), "parameter fc.bias is float16"), "%s", pcoll_last_error());
+    if (rank != last)
+        CHECK_MSG(strstr(pcoll_last_error(), "rank") && strstr(pcoll_last_error(), "every rank fails"), "%s",
+                  pcoll_last_error());
+    /* bad arguments at one rank fail every rank */
+    EXPECT_ERR(pcoll_agree(ctx, "x", PCOLL_SUCCESS, NULL, 3, rank == last ? NULL : names, v), PCOLL_ERR_NULL,
+               "names");
+    EXPECT_ERR(pcoll_agree(NULL, "x", PCOLL_SUCCESS, NULL, 0, NULL, NULL), PCOLL_ERR_NULL, "ctx");
+    /* nothing was left half-done */
+    CHECK_RC(pcoll_agree(ctx, "model check", PCOLL_SUCCESS, NULL, 3, names, v));
+}
+
 /* Two ranks on different algorithms: rank 0 sends its whole vector where
  * rank 1 receives half of it.  MPI reports the truncation; the operation
  * fails with it at rank 1 (rank 0 receives a shorter message: no error). */
@@ -172,6 +209,7 @@ int main(int argc, char **argv)
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     create_agreement(ctx);
+    public_agreement(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
     mpi_failure();
     if (rank == 0) printf("test_agree: P=%d, %ld checks passed\n", size, tu_checks_);

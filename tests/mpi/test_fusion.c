@@ -2,7 +2,8 @@
  * Merged-gradient buckets (pcoll_fusion_*) over MPI:
  *   - for every strategy and random layer layouts (layers of 0 to 40,000
  *     elements, some laid out with gaps and out of order, so that buckets
- *     are staged), random float data: each layer's result is bit for bit
+ *     are staged, some in backprop order without gaps, as a flat buffer
+ *     filled by backprop, reduced in place), random float data: each layer's result is bit for bit
  *     pcoll_allreduce of that layer alone with recursive doubling, over
  *     several steps, layers marked ready in backprop order and shuffled;
  *     float64 and AVG too;
@@ -37,7 +38,12 @@ typedef struct layout {
     double tb[12];
 } layout_t;
 
-static void make_layout(layout_t *x, unsigned long long seed, int scattered, size_t esize)
+/* layout modes: the layers one after the other in forward order; in
+ * backprop order with gaps (buckets staged); in backprop order without */
+enum { FORWARD = 0, SCATTERED = 1, BACKPROP = 2 };
+static const char *mode_names[] = {"forward", "scattered", "backprop"};
+
+static void make_layout(layout_t *x, unsigned long long seed, int mode, size_t esize)
 {
     rng_t r = {seed};
     x->L = 1 + (int)(next(&r) % 12);
@@ -47,12 +53,11 @@ static void make_layout(layout_t *x, unsigned long long seed, int scattered, siz
         x->bytes[l] = x->count[l] * esize;
         x->tb[l] = (double)(next(&r) % 3000);
     }
-    /* contiguous in forward order, or in reverse order with gaps */
     size_t at = 0;
     for (int i = 0; i < x->L; i++) {
-        int l = scattered ? x->L - 1 - i : i;
+        int l = mode == FORWARD ? i : x->L - 1 - i;
         x->offset[l] = at;
-        at += x->count[l] + (scattered ? next(&r) % 5 : 0);
+        at += x->count[l] + (mode == SCATTERED ? next(&r) % 5 : 0);
     }
     x->total = at + 1;
 }
@@ -73,11 +78,11 @@ static const char *strategies[] = {"wfbp", "single", "mgwfbp", "optimal", "fixed
 
 /* every strategy on one layout: results bit for bit those of per-layer
  * recursive-doubling allreduces */
-static void run_layout(pcoll_t *ctx, unsigned long long seed, int scattered, pcoll_dtype_t dt, pcoll_op_t op)
+static void run_layout(pcoll_t *ctx, unsigned long long seed, int mode, pcoll_dtype_t dt, pcoll_op_t op)
 {
     size_t es = pcoll_dtype_size(dt);
     layout_t x;
-    make_layout(&x, seed, scattered, es);
+    make_layout(&x, seed, mode, es);
     char *grad = malloc(x.total * es), *want = malloc(x.total * es);
     CHECK(grad && want);
     pcoll_fusion_profile_t prof = {x.L, x.bytes, x.tb, 500};
@@ -115,7 +120,7 @@ static void run_layout(pcoll_t *ctx, unsigned long long seed, int scattered, pco
             for (int l = 0; l < x.L; l++)
                 CHECK_MSG(memcmp(grad + x.offset[l] * es, want + x.offset[l] * es, x.count[l] * es) == 0,
                           "%s, layer %d of %d (%zu elements, %s, %s): not the bits of its own allreduce",
-                          strategies[s], l, x.L, x.count[l], scattered ? "scattered" : "contiguous",
+                          strategies[s], l, x.L, x.count[l], mode_names[mode],
                           dt == PCOLL_FLOAT32 ? "float32" : "float64");
         }
         CHECK_RC(pcoll_fusion_free(&f));
@@ -206,8 +211,9 @@ int main(int argc, char **argv)
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     int layouts = getenv("PCOLL_TEST_QUICK") ? 4 : 12;
-    for (int k = 0; k < layouts; k++) run_layout(ctx, 100 + (unsigned long long)k, k % 3 == 2, PCOLL_FLOAT32, PCOLL_SUM);
-    run_layout(ctx, 999, 1, PCOLL_FLOAT64, PCOLL_AVG);
+    for (int k = 0; k < layouts; k++) run_layout(ctx, 100 + (unsigned long long)k, k % 3, PCOLL_FLOAT32, PCOLL_SUM);
+    run_layout(ctx, 999, SCATTERED, PCOLL_FLOAT64, PCOLL_AVG);
+    run_layout(ctx, 998, BACKPROP, PCOLL_FLOAT64, PCOLL_AVG);
     test_errors(ctx);
     test_calibrate(ctx);
     CHECK_RC(pcoll_finalize(&ctx));

@@ -11,7 +11,9 @@
  *   - SOLO and GROUP: calls complete (rounds need no application), a flush
  *     times out naming the absent rank; MAJORITY: a round it initiates times out
  *     naming it; QUORUM(P): times out naming it;
- *   - pcoll_allreduce_init: times out naming it.
+ *   - pcoll_allreduce_init: times out naming it;
+ *   - pcoll_fusion_wait with four buckets in flight: one timeout naming it,
+ *     after about PCOLL_TIMEOUT_S (not once per bucket).
  * Then the absent rank wakes up: the flushes are resumed and complete, the
  * objects are freed, every rank finalizes cleanly.
  *
@@ -161,6 +163,49 @@ static void plan_timeout(pcoll_t *ctx)
     phase_end();
 }
 
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* on a context of its own: the earlier world timeouts left this one's
+ * world operations out of step, and fusion_create agrees through them */
+static void fusion_timeout(void)
+{
+    pcoll_t *ctx;
+    CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
+    if (rank != absent) CHECK_RC(pcoll_set_timeouts(ctx, 1.0, 2.5));
+    enum { L = 4 };
+    float grad[L * 100];
+    size_t bytes[L], off[L], cnt[L];
+    double tb[L];
+    for (int l = 0; l < L; l++) bytes[l] = 400, off[l] = 100 * (size_t)l, cnt[l] = 100, tb[l] = 10;
+    pcoll_fusion_profile_t prof = {L, bytes, tb, 0};
+    pcoll_cost_model_t m;
+    pcoll_fusion_spec_t spec;
+    pcoll_fusion_plan_t *pl;
+    pcoll_fusion_t *f;
+    CHECK_RC(pcoll_cost_model_linear(0, 0, &m));
+    CHECK_RC(pcoll_fusion_spec_parse("wfbp", &spec));
+    CHECK_RC(pcoll_fusion_plan_create(&prof, &m, &spec, &pl));
+    CHECK(pl->nbuckets == L);
+    CHECK_RC(pcoll_fusion_create(ctx, NULL, 0, grad, PCOLL_FLOAT32, PCOLL_SUM, off, cnt, pl, &f));
+    if (rank != absent) {
+        for (int l = L - 1; l >= 0; l--) CHECK_RC(pcoll_fusion_ready(f, l));
+        double t = seconds();
+        EXPECT_ERR(pcoll_fusion_wait(f), PCOLL_ERR_TIMEOUT, absent_words);
+        t = seconds() - t;
+        CHECK_MSG(t < 2.5 + 2.0, "pcoll_fusion_wait failed after %.1f s with PCOLL_TIMEOUT_S 2.5 (4 buckets)", t);
+        if (rank == 0) printf("  pcoll_fusion_wait (%d buckets, %.1f s): %s\n", L, t, pcoll_last_error());
+    }
+    phase_end();
+    CHECK_RC(pcoll_fusion_free(&f));
+    pcoll_fusion_plan_free(&pl);
+    CHECK_RC(pcoll_finalize(&ctx));
+}
+
 /* ---- a rank killed with SIGKILL ---- */
 
 static void killed(int before_partial)
@@ -227,6 +272,7 @@ int main(int argc, char **argv)
     pcoll_set_log_level(PCOLL_LOG_NONE); /* the warnings from here on are expected */
     partial_timeouts(ctx);
     plan_timeout(ctx);
+    fusion_timeout();
     pcoll_set_log_level(old);
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_timeout: P=%d, %ld checks passed\n", size, tu_checks_);
