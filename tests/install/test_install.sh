@@ -21,3 +21,19 @@ cc -o "$prefix/hello_static" "$src/tests/install/hello.c" $(pkg-config --cflags 
 libdir=$(pkg-config --variable=libdir pcoll)
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" -np 2 "$prefix/hello"
 "$@" -np 2 "$prefix/hello_static"
+# the Python package, when it was built: installed next to the library it
+# finds by RPATH, importable from the prefix
+if [ -n "${PCOLL_PYTHON:-}" ]; then
+    init=$(find "$prefix" -path '*/pcoll/__init__.py' | head -n 1)
+    test -n "$init" || { echo "the pcoll Python package was not installed"; exit 1; }
+    find "$(dirname "$init")" -name '_pcoll*.so' | grep -q . || { echo "pcoll/_pcoll*.so was not installed"; exit 1; }
+    PYTHONPATH=$(dirname "$(dirname "$init")") "$@" -np 2 "$PCOLL_PYTHON" -c '
+import numpy as np, pcoll
+assert pcoll.__file__.startswith("'"$prefix"'"), pcoll.__file__
+ctx = pcoll.Context()
+a = np.ones(3, np.float32)
+ctx.allreduce(a)
+assert a[0] == 2, a
+if ctx.rank == 0: print("installed Python package: allreduce at 2 ranks gives", a)
+'
+fi

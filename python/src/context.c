@@ -1,0 +1,563 @@
+/* pcoll._pcoll.Context: a pcoll context over an MPI communicator, and the
+ * calls that take a context (allreduce in its three forms, agreement,
+ * settings).  The objects made from a context (requests, plans, partial,
+ * preduce and fusion objects) are its children: finalize closes the open
+ * ones, newest first, before pcoll_finalize. */
+#include <stdint.h>
+#include <string.h>
+
+#include "pcoll_py.h"
+
+pcoll_t *pcpy_ctx(pcpy_context_t *c, const char *fn)
+{
+    if (c && c->ctx) return c->ctx;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: the context was finalized", fn);
+    pcpy_raise_msg(PCOLL_ERR_STATE, msg);
+    return NULL;
+}
+
+void pcpy_child_link(pcpy_context_t *c, pcpy_child_t *child, PyObject *self, int (*close)(PyObject *))
+{
+    child->self = self;
+    child->close = close;
+    child->prev = NULL;
+    child->next = c->children;
+    if (c->children) c->children->prev = child;
+    c->children = child;
+}
+
+void pcpy_child_unlink(pcpy_context_t *c, pcpy_child_t *child)
+{
+    if (!child->self) return; /* not linked */
+    if (child->prev) child->prev->next = child->next;
+    else if (c->children == child) c->children = child->next;
+    if (child->next) child->next->prev = child->prev;
+    child->prev = child->next = NULL;
+    child->self = NULL;
+}
+
+int pcpy_keep(pcpy_context_t *c, PyObject *obj) { return PySet_Add(c->inflight, obj); }
+
+void pcpy_unkeep(pcpy_context_t *c, PyObject *obj)
+{
+    PyObject *type, *value, *tb; /* keep an exception being raised */
+    PyErr_Fetch(&type, &value, &tb);
+    if (PySet_Discard(c->inflight, obj) < 0) PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
+/* ---- life ---- */
+
+static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args;
+    (void)kw;
+    pcpy_context_t *c = (pcpy_context_t *)type->tp_alloc(type, 0);
+    if (!c) return NULL;
+    c->inflight = PySet_New(NULL);
+    if (!c->inflight) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+/* Context(handle=None, comm=None): collective over the communicator whose
+ * Fortran handle is `handle` (mpi4py: comm.py2f()); None: MPI_COMM_WORLD.
+ * `comm` is kept alive with the context. */
+static int context_init(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"handle", "comm", NULL};
+    PyObject *handle = Py_None, *comm = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:Context", kwlist, &handle, &comm)) return -1;
+    if (c->ctx) {
+        pcpy_raise_msg(PCOLL_ERR_STATE, "Context: this context is initialized already");
+        return -1;
+    }
+    MPI_Comm mc = MPI_COMM_WORLD;
+    if (handle != Py_None) {
+        long h = PyLong_Check(handle) ? PyLong_AsLong(handle) : -1;
+        if (!PyLong_Check(handle) || (h == -1 && PyErr_Occurred()) || h < 0 || h > INT32_MAX) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "handle must be an MPI communicator's Fortran handle (comm.py2f()), not %R",
+                         handle);
+            return -1;
+        }
+        int fin = 0;
+        MPI_Finalized(&fin);
+        if (fin) {
+            pcpy_raise_msg(PCOLL_ERR_STATE, "Context: MPI has been finalized");
+            return -1;
+        }
+        mc = MPI_Comm_f2c((MPI_Fint)h);
+    }
+    pcoll_t *ctx = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pcoll_init(mc, &ctx);
+    Py_END_ALLOW_THREADS if (rc != PCOLL_SUCCESS) return pcpy_raise_int(rc);
+    c->ctx = ctx;
+    Py_XSETREF(c->comm, Py_NewRef(comm));
+    return 0;
+}
+
+/* Closes the context's requests in flight and its children, then
+ * finalizes; the first failure is raised after everything was tried. */
+static PyObject *context_finalize(pcpy_context_t *c, PyObject *noargs)
+{
+    (void)noargs;
+    if (!c->ctx) Py_RETURN_NONE; /* finalized already: nothing to do */
+    PyObject *first_type = NULL, *first_value = NULL, *first_tb = NULL;
+#define KEEP_FIRST_ERROR()                                                                                             \
+    do {                                                                                                               \
+        if (!first_type) PyErr_Fetch(&first_type, &first_value, &first_tb);                                            \
+        else PyErr_Clear();                                                                                            \
+    } while (0)
+    /* in flight: complete them (they hold buffers the library may use) */
+    while (PySet_GET_SIZE(c->inflight) > 0) {
+        PyObject *obj = PySet_Pop(c->inflight);
+        if (!obj) break;
+        PyObject *r = PyObject_CallMethod(obj, "wait", NULL);
+        if (!r) KEEP_FIRST_ERROR();
+        Py_XDECREF(r);
+        Py_DECREF(obj);
+    }
+    /* open objects, newest first; each close unlinks it (also on failure) */
+    while (c->children) {
+        pcpy_child_t *child = c->children;
+        PyObject *self = Py_NewRef(child->self);
+        if (child->close(self) < 0) KEEP_FIRST_ERROR();
+        pcpy_child_unlink(c, child); /* in case close left it */
+        Py_DECREF(self);
+    }
+    pcoll_t *ctx = c->ctx;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pcoll_finalize(&ctx);
+    Py_END_ALLOW_THREADS c->ctx = NULL;
+    if (rc != PCOLL_SUCCESS && !first_type) return pcpy_raise(rc);
+#undef KEEP_FIRST_ERROR
+    if (first_type) {
+        PyErr_Restore(first_type, first_value, first_tb);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static void context_dealloc(pcpy_context_t *c)
+{
+    /* pcoll_finalize is collective: it cannot run from the garbage collector
+     * at a moment that differs between ranks.  The pcoll package keeps every
+     * context until finalize() or the end of the program. */
+    if (c->ctx)
+        PySys_WriteStderr("pcoll: a Context was destroyed without finalize(); its resources are leaked\n");
+    Py_XDECREF(c->inflight);
+    Py_XDECREF(c->comm);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+/* ---- allreduce ---- */
+
+typedef struct allreduce_args {
+    pcpy_buf_t send, recv;
+    const void *sendbuf; /* send.ptr or PCOLL_IN_PLACE */
+    pcoll_op_t op;
+    int *group, group_size;
+} allreduce_args_t;
+
+static void allreduce_args_release(allreduce_args_t *a)
+{
+    pcpy_buf_release(&a->send);
+    pcpy_buf_release(&a->recv);
+    PyMem_Free(a->group);
+    a->group = NULL;
+}
+
+/* (send, recv=None, op="sum", group=None): recv None or the same object as
+ * send: in place in send */
+static int parse_allreduce(PyObject *args, PyObject *kw, const char *name, allreduce_args_t *a)
+{
+    static char *kwlist[] = {"send", "recv", "op", "group", NULL};
+    PyObject *send, *recv = Py_None, *op = NULL, *group = Py_None;
+    memset(a, 0, sizeof *a);
+    a->op = PCOLL_SUM;
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "O|OOO:%s", name);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &send, &recv, &op, &group)) return -1;
+    if (op && pcpy_op_from(op, "op", &a->op) < 0) return -1;
+    int in_place = recv == Py_None || recv == send;
+    if (in_place) {
+        if (pcpy_buf_get(send, "send", 1, &a->recv) < 0) return -1;
+        a->sendbuf = PCOLL_IN_PLACE;
+    } else {
+        if (pcpy_buf_get(send, "send", 0, &a->send) < 0) return -1;
+        if (pcpy_buf_get(recv, "recv", 1, &a->recv) < 0) {
+            allreduce_args_release(a);
+            return -1;
+        }
+        if (a->send.dtype != a->recv.dtype) {
+            PyErr_Format(PyExc_TypeError, "send holds %s but recv %s: they must be alike",
+                         pcoll_dtype_name(a->send.dtype), pcoll_dtype_name(a->recv.dtype));
+            allreduce_args_release(a);
+            return -1;
+        }
+        if (a->send.count != a->recv.count) {
+            PyErr_Format(PyExc_ValueError, "send has %zu elements but recv %zu: they must be alike", a->send.count,
+                         a->recv.count);
+            allreduce_args_release(a);
+            return -1;
+        }
+        a->sendbuf = a->send.ptr;
+    }
+    if (pcpy_group_from(group, "group", &a->group, &a->group_size) < 0) {
+        allreduce_args_release(a);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *context_allreduce(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    pcoll_t *ctx = pcpy_ctx(c, "allreduce");
+    allreduce_args_t a;
+    if (!ctx || parse_allreduce(args, kw, "allreduce", &a) < 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pcoll_allreduce(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op, a.group,
+                                                a.group_size);
+    Py_END_ALLOW_THREADS allreduce_args_release(&a);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_iallreduce(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    pcoll_t *ctx = pcpy_ctx(c, "iallreduce");
+    allreduce_args_t a;
+    if (!ctx || parse_allreduce(args, kw, "iallreduce", &a) < 0) return NULL;
+    pcoll_request_t *req = NULL;
+    int rc = pcoll_iallreduce(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op, a.group, a.group_size,
+                              &req);
+    PyMem_Free(a.group);
+    a.group = NULL;
+    if (rc != PCOLL_SUCCESS) {
+        allreduce_args_release(&a);
+        return pcpy_raise(rc);
+    }
+    return pcpy_request_new(c, req, NULL, &a.send, &a.recv); /* the request owns the views now */
+}
+
+static PyObject *context_allreduce_init(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    pcoll_t *ctx = pcpy_ctx(c, "allreduce_init");
+    allreduce_args_t a;
+    if (!ctx || parse_allreduce(args, kw, "allreduce_init", &a) < 0) return NULL;
+    pcoll_plan_t *plan = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pcoll_allreduce_init(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op,
+                                                     a.group, a.group_size, &plan);
+    Py_END_ALLOW_THREADS PyMem_Free(a.group);
+    a.group = NULL;
+    if (rc != PCOLL_SUCCESS) {
+        allreduce_args_release(&a);
+        return pcpy_raise(rc);
+    }
+    return pcpy_plan_new(c, plan, &a.send, &a.recv);
+}
+
+/* ---- agreement ---- */
+
+/* agree(what, names, values, status=0, why=None) */
+static PyObject *context_agree(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"what", "names", "values", "status", "why", NULL};
+    const char *what = NULL, *why = NULL;
+    PyObject *names = NULL, *values = NULL;
+    int status = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "zOO|iz:agree", kwlist, &what, &names, &values, &status, &why))
+        return NULL;
+    pcoll_t *ctx = pcpy_ctx(c, "agree");
+    if (!ctx) return NULL;
+    PyObject *ns = PySequence_Fast(names, "names must be a sequence of str");
+    PyObject *vs = ns ? PySequence_Fast(values, "values must be a sequence of int") : NULL;
+    if (!vs) {
+        Py_XDECREF(ns);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ns);
+    const char **cn = NULL;
+    int64_t *cv = NULL;
+    if (PySequence_Fast_GET_SIZE(vs) != n) {
+        PyErr_Format(PyExc_ValueError, "names has %zd items but values %zd", n, PySequence_Fast_GET_SIZE(vs));
+    } else if (n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many values");
+    } else if (!(cn = PyMem_Malloc(sizeof(char *) * (size_t)(n + 1))) || !(cv = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1)))) {
+        PyErr_NoMemory();
+    } else {
+        for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
+            PyObject *nm = PySequence_Fast_GET_ITEM(ns, i), *v = PySequence_Fast_GET_ITEM(vs, i);
+            cn[i] = PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+            if (!cn[i] && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "names[%zd] is not a str", i);
+            long long x = PyLong_Check(v) ? PyLong_AsLongLong(v) : 0;
+            if (!PyLong_Check(v) && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "values[%zd] is not an int", i);
+            cv[i] = (int64_t)x;
+        }
+    }
+    /* a local failure is still agreed on: the others must not wait */
+    PyObject *local = NULL, *ltype = NULL, *ltb = NULL;
+    char reason[300] = "";
+    if (PyErr_Occurred()) {
+        PyErr_Fetch(&ltype, &local, &ltb);
+        PyObject *s = local ? PyObject_Str(local) : NULL;
+        snprintf(reason, sizeof reason, "%s", s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "a bad argument");
+        Py_XDECREF(s);
+        PyErr_Clear();
+        if (status == 0) status = PCOLL_ERR_ARG;
+        if (!why) why = reason;
+        n = 0;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pcoll_agree(ctx, what, status, why, (int)n, cn, cv);
+    Py_END_ALLOW_THREADS PyMem_Free(cn);
+    PyMem_Free(cv);
+    Py_DECREF(ns);
+    Py_DECREF(vs);
+    if (ltype) { /* this rank's own mistake: raise it as it was */
+        PyErr_Restore(ltype, local, ltb);
+        return NULL;
+    }
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
+/* ---- settings and counters ---- */
+
+static PyObject *context_set_timeouts(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"stall_warn_s", "timeout_s", NULL};
+    double warn, tmo;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "dd:set_timeouts", kwlist, &warn, &tmo)) return NULL;
+    pcoll_t *ctx = pcpy_ctx(c, "set_timeouts");
+    if (!ctx) return NULL;
+    int rc = pcoll_set_timeouts(ctx, warn, tmo);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_get_timeouts(pcpy_context_t *c, void *closure)
+{
+    (void)closure;
+    pcoll_t *ctx = pcpy_ctx(c, "timeouts");
+    double warn, tmo;
+    if (!ctx) return NULL;
+    int rc = pcoll_get_timeouts(ctx, &warn, &tmo);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    return Py_BuildValue("(dd)", warn, tmo);
+}
+
+static PyObject *context_stats(pcpy_context_t *c, PyObject *noargs)
+{
+    (void)noargs;
+    pcoll_t *ctx = pcpy_ctx(c, "stats");
+    pcoll_stats_t s;
+    if (!ctx) return NULL;
+    int rc = pcoll_get_stats(ctx, &s);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    return Py_BuildValue("{sKsKsKsK}", "data_bytes_sent", (unsigned long long)s.data_bytes_sent, "data_messages_sent",
+                         (unsigned long long)s.data_messages_sent, "control_bytes_sent",
+                         (unsigned long long)s.control_bytes_sent, "control_messages_sent",
+                         (unsigned long long)s.control_messages_sent);
+}
+
+static const char *algo_names[] = {"auto", "recdbl", "rabenseifner", "ring", "direct"};
+
+static PyObject *context_set_allreduce_algo(pcpy_context_t *c, PyObject *arg)
+{
+    pcoll_t *ctx = pcpy_ctx(c, "set_allreduce_algo");
+    if (!ctx) return NULL;
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    for (int i = 0; s && i < 5; i++)
+        if (strcmp(s, algo_names[i]) == 0) {
+            int rc = pcoll_set_allreduce_algo(ctx, (pcoll_allreduce_algo_t)i);
+            if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+            Py_RETURN_NONE;
+        }
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "algo %R is not auto, recdbl, rabenseifner, ring or direct", arg);
+    return NULL;
+}
+
+static PyObject *context_allreduce_algo_for(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"nbytes", "group_size", NULL};
+    Py_ssize_t nbytes;
+    int gs = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "n|i:allreduce_algo_for", kwlist, &nbytes, &gs)) return NULL;
+    pcoll_t *ctx = pcpy_ctx(c, "allreduce_algo_for");
+    if (!ctx) return NULL;
+    if (nbytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0");
+        return NULL;
+    }
+    pcoll_allreduce_algo_t a = pcoll_allreduce_algo_for(ctx, (size_t)nbytes, gs < 0 ? pcoll_size(ctx) : gs);
+    return PyUnicode_FromString(pcoll_allreduce_algo_name(a));
+}
+
+static PyObject *context_set_allreduce_thresholds(pcpy_context_t *c, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"direct_bytes", "small_bytes", NULL};
+    Py_ssize_t direct, small;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "nn:set_allreduce_thresholds", kwlist, &direct, &small)) return NULL;
+    pcoll_t *ctx = pcpy_ctx(c, "set_allreduce_thresholds");
+    if (!ctx) return NULL;
+    if (direct < 0 || small < 0) {
+        PyErr_SetString(PyExc_ValueError, "direct_bytes and small_bytes must be >= 0");
+        return NULL;
+    }
+    int rc = pcoll_set_allreduce_thresholds(ctx, (size_t)direct, (size_t)small);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_get_progress_policy(pcpy_context_t *c, void *closure)
+{
+    (void)closure;
+    pcoll_t *ctx = pcpy_ctx(c, "progress_policy");
+    pcoll_progress_policy_t p;
+    if (!ctx) return NULL;
+    int rc = pcoll_get_progress_policy(ctx, &p);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    return Py_BuildValue("{sisisisi}", "idle_spin_us", p.idle_spin_us, "active_spin_us", p.active_spin_us,
+                         "wait_spin_us", p.wait_spin_us, "max_sleep_us", p.max_sleep_us);
+}
+
+static int context_set_progress_policy(pcpy_context_t *c, PyObject *value, void *closure)
+{
+    (void)closure;
+    pcoll_t *ctx = pcpy_ctx(c, "progress_policy");
+    pcoll_progress_policy_t p;
+    if (!ctx) return -1;
+    if (!value || !PyDict_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "progress_policy must be set to a dict");
+        return -1;
+    }
+    int rc = pcoll_get_progress_policy(ctx, &p);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise_int(rc);
+    struct {
+        const char *key;
+        int *field;
+    } f[] = {{"idle_spin_us", &p.idle_spin_us},
+             {"active_spin_us", &p.active_spin_us},
+             {"wait_spin_us", &p.wait_spin_us},
+             {"max_sleep_us", &p.max_sleep_us}};
+    Py_ssize_t used = 0;
+    for (int i = 0; i < 4; i++) {
+        PyObject *v = PyDict_GetItemString(value, f[i].key);
+        if (!v) continue;
+        used++;
+        long x = PyLong_AsLong(v);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        if (x < INT32_MIN || x > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "progress_policy[%s] is out of range", f[i].key);
+            return -1;
+        }
+        *f[i].field = (int)x;
+    }
+    if (used != PyDict_Size(value)) {
+        PyErr_SetString(PyExc_KeyError, "progress_policy takes idle_spin_us, active_spin_us, wait_spin_us, "
+                                        "max_sleep_us");
+        return -1;
+    }
+    rc = pcoll_set_progress_policy(ctx, &p);
+    return rc == PCOLL_SUCCESS ? 0 : pcpy_raise_int(rc);
+}
+
+static PyObject *context_get_rank(pcpy_context_t *c, void *closure)
+{
+    (void)closure;
+    pcoll_t *ctx = pcpy_ctx(c, "rank");
+    return ctx ? PyLong_FromLong(pcoll_rank(ctx)) : NULL;
+}
+
+static PyObject *context_get_size(pcpy_context_t *c, void *closure)
+{
+    (void)closure;
+    pcoll_t *ctx = pcpy_ctx(c, "size");
+    return ctx ? PyLong_FromLong(pcoll_size(ctx)) : NULL;
+}
+
+static PyObject *context_get_finalized(pcpy_context_t *c, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(c->ctx == NULL);
+}
+
+static PyObject *call_partial(PyObject *c, PyObject *a, PyObject *k)
+{
+    return pcpy_partial_create((pcpy_context_t *)c, a, k);
+}
+static PyObject *call_preduce(PyObject *c, PyObject *a, PyObject *k)
+{
+    return pcpy_preduce_create((pcpy_context_t *)c, a, k);
+}
+static PyObject *call_fusion(PyObject *c, PyObject *a, PyObject *k)
+{
+    return pcpy_fusion_create((pcpy_context_t *)c, a, k);
+}
+static PyObject *call_calibrate(PyObject *c, PyObject *a, PyObject *k)
+{
+    return pcpy_calibrate((pcpy_context_t *)c, a, k);
+}
+
+#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+static PyMethodDef context_methods[] = {
+    {"finalize", (PyCFunction)context_finalize, METH_NOARGS,
+     "finalize(): collective; completes what is in flight, closes the open objects (newest first), finalizes"},
+    {"allreduce", KW(context_allreduce),
+     "allreduce(send, recv=None, op='sum', group=None): blocking; recv None: in place in send; group: a list of "
+     "ranks (every member calls alike) or None for all"},
+    {"iallreduce", KW(context_iallreduce), "iallreduce(send, recv=None, op='sum', group=None) -> Request"},
+    {"allreduce_init", KW(context_allreduce_init),
+     "allreduce_init(send, recv=None, op='sum', group=None) -> Plan: a persistent allreduce (collective)"},
+    {"agree", KW(context_agree),
+     "agree(what, names, values, status=0, why=None): collective; every rank fails if one failed (status != 0) or a "
+     "value differs, naming it"},
+    {"partial", KW(call_partial),
+     "partial(count, dtype='float32', kind='solo', mode='accumulate', sync_every=0, seed=1, group_size=0) -> "
+     "Partial (collective)"},
+    {"preduce", KW(call_preduce), "preduce(count, dtype='float32', spec='fifo') -> PReduce (collective)"},
+    {"fusion", KW(call_fusion),
+     "fusion(grad, layer_offset, layer_count, plan, op='sum', group=None) -> Fusion (collective)"},
+    {"calibrate", KW(call_calibrate),
+     "calibrate(group=None, min_bytes=4, max_bytes=64 MiB, reps=0) -> CostModel (collective)"},
+    {"set_timeouts", KW(context_set_timeouts), "set_timeouts(stall_warn_s, timeout_s): 0 = never"},
+    {"stats", (PyCFunction)context_stats, METH_NOARGS, "stats() -> dict of the bytes and messages sent"},
+    {"set_allreduce_algo", (PyCFunction)context_set_allreduce_algo, METH_O,
+     "set_allreduce_algo('auto'|'recdbl'|'rabenseifner'|'ring'|'direct')"},
+    {"allreduce_algo_for", KW(context_allreduce_algo_for),
+     "allreduce_algo_for(nbytes, group_size=size) -> the algorithm's name"},
+    {"set_allreduce_thresholds", KW(context_set_allreduce_thresholds),
+     "set_allreduce_thresholds(direct_bytes, small_bytes)"},
+    {NULL, NULL, 0, NULL},
+};
+#undef KW
+
+static PyGetSetDef context_getset[] = {
+    {"rank", (getter)context_get_rank, NULL, "this rank in the context's communicator", NULL},
+    {"size", (getter)context_get_size, NULL, "the number of ranks", NULL},
+    {"finalized", (getter)context_get_finalized, NULL, "finalize() was called", NULL},
+    {"timeouts", (getter)context_get_timeouts, NULL, "(stall_warn_s, timeout_s)", NULL},
+    {"progress_policy", (getter)context_get_progress_policy, (setter)context_set_progress_policy,
+     "dict: idle_spin_us, active_spin_us, wait_spin_us, max_sleep_us", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject pcpy_ContextType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pcoll._pcoll.Context",
+    .tp_basicsize = sizeof(pcpy_context_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Context(handle=None, comm=None): a pcoll context (collective); use pcoll.Context(comm)",
+    .tp_new = context_new,
+    .tp_init = (initproc)context_init,
+    .tp_dealloc = (destructor)context_dealloc,
+    .tp_methods = context_methods,
+    .tp_getset = context_getset,
+};
