@@ -5,6 +5,7 @@
  * ones, newest first, before pcoll_finalize. */
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "pcoll_py.h"
 
@@ -173,15 +174,13 @@ static void allreduce_args_release(allreduce_args_t *a)
 }
 
 /* (send, recv=None, op="sum", group=None): recv None or the same object as
- * send: in place in send */
-static int parse_allreduce(PyObject *args, PyObject *kw, const char *name, allreduce_args_t *a)
+ * send: in place in send; fmt: "O|OOO:<the method's name>" */
+static int parse_allreduce(PyObject *args, PyObject *kw, const char *fmt, allreduce_args_t *a)
 {
     static char *kwlist[] = {"send", "recv", "op", "group", NULL};
     PyObject *send, *recv = Py_None, *op = NULL, *group = Py_None;
     memset(a, 0, sizeof *a);
     a->op = PCOLL_SUM;
-    char fmt[64];
-    snprintf(fmt, sizeof fmt, "O|OOO:%s", name);
     if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &send, &recv, &op, &group)) return -1;
     if (op && pcpy_op_from(op, "op", &a->op) < 0) return -1;
     int in_place = recv == Py_None || recv == send;
@@ -219,7 +218,7 @@ static PyObject *context_allreduce(pcpy_context_t *c, PyObject *args, PyObject *
 {
     pcoll_t *ctx = pcpy_ctx(c, "allreduce");
     allreduce_args_t a;
-    if (!ctx || parse_allreduce(args, kw, "allreduce", &a) < 0) return NULL;
+    if (!ctx || parse_allreduce(args, kw, "O|OOO:allreduce", &a) < 0) return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = pcoll_allreduce(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op, a.group,
                                                 a.group_size);
@@ -232,7 +231,7 @@ static PyObject *context_iallreduce(pcpy_context_t *c, PyObject *args, PyObject 
 {
     pcoll_t *ctx = pcpy_ctx(c, "iallreduce");
     allreduce_args_t a;
-    if (!ctx || parse_allreduce(args, kw, "iallreduce", &a) < 0) return NULL;
+    if (!ctx || parse_allreduce(args, kw, "O|OOO:iallreduce", &a) < 0) return NULL;
     pcoll_request_t *req = NULL;
     int rc = pcoll_iallreduce(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op, a.group, a.group_size,
                               &req);
@@ -249,7 +248,7 @@ static PyObject *context_allreduce_init(pcpy_context_t *c, PyObject *args, PyObj
 {
     pcoll_t *ctx = pcpy_ctx(c, "allreduce_init");
     allreduce_args_t a;
-    if (!ctx || parse_allreduce(args, kw, "allreduce_init", &a) < 0) return NULL;
+    if (!ctx || parse_allreduce(args, kw, "O|OOO:allreduce_init", &a) < 0) return NULL;
     pcoll_plan_t *plan = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = pcoll_allreduce_init(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op,
@@ -261,6 +260,28 @@ static PyObject *context_allreduce_init(pcpy_context_t *c, PyObject *args, PyObj
         return pcpy_raise(rc);
     }
     return pcpy_plan_new(c, plan, &a.send, &a.recv);
+}
+
+/* _c_allreduce_loop(buf, iters) -> seconds: `iters` in-place allreduces of
+ * buf called from C, back to back: the peer against which the binding's own
+ * cost per call is measured (examples/bench_binding.py) */
+static PyObject *context_c_allreduce_loop(pcpy_context_t *c, PyObject *args)
+{
+    PyObject *obj;
+    int iters;
+    if (!PyArg_ParseTuple(args, "Oi:_c_allreduce_loop", &obj, &iters)) return NULL;
+    pcoll_t *ctx = pcpy_ctx(c, "_c_allreduce_loop");
+    pcpy_buf_t b;
+    if (!ctx || pcpy_buf_get(obj, "buf", 1, &b) < 0) return NULL;
+    int rc = PCOLL_SUCCESS;
+    struct timespec t0, t1;
+    Py_BEGIN_ALLOW_THREADS clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < iters && rc == PCOLL_SUCCESS; i++)
+        rc = pcoll_allreduce(ctx, PCOLL_IN_PLACE, b.ptr, b.count, b.dtype, PCOLL_SUM, NULL, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    Py_END_ALLOW_THREADS pcpy_buf_release(&b);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    return PyFloat_FromDouble((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 }
 
 /* ---- agreement ---- */
@@ -536,6 +557,8 @@ static PyMethodDef context_methods[] = {
      "allreduce_algo_for(nbytes, group_size=size) -> the algorithm's name"},
     {"set_allreduce_thresholds", KW(context_set_allreduce_thresholds),
      "set_allreduce_thresholds(direct_bytes, small_bytes)"},
+    {"_c_allreduce_loop", (PyCFunction)context_c_allreduce_loop, METH_VARARGS,
+     "_c_allreduce_loop(buf, iters) -> seconds of iters in-place allreduces called from C (a measurement aid)"},
     {NULL, NULL, 0, NULL},
 };
 #undef KW

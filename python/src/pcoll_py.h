@@ -50,7 +50,8 @@ PyObject *pcpy_int_tuple(const int *v, int n);
 
 /* ---- buffers (buffer.c) ---- */
 typedef struct pcpy_buf {
-    Py_buffer view;       /* held while `held` */
+    Py_buffer view;       /* held while `held` (the buffer protocol) */
+    PyObject *tensor;     /* or a reference to a torch tensor */
     int held;
     void *ptr;
     size_t count;         /* elements */
@@ -59,8 +60,8 @@ typedef struct pcpy_buf {
 
 /* Takes a view of a C-contiguous buffer of float32/float64/int32/int64
  * elements (writable if asked).  `arg` names the argument in the
- * TypeError / ValueError.  A CPU torch tensor is taken through
- * tensor.detach().numpy() (the same memory, no copy). */
+ * TypeError / ValueError.  A CPU torch tensor's own memory is taken
+ * (data_ptr, numel, dtype; the tensor is held), with no copy. */
 int pcpy_buf_get(PyObject *obj, const char *arg, int writable, pcpy_buf_t *out);
 void pcpy_buf_release(pcpy_buf_t *b);
 
