@@ -138,9 +138,11 @@ def main(argv=None):
         test_x, test_y = test_x[:args.test_limit], test_y[:args.test_limit]
     lo, hi = me * len(train_x) // P, (me + 1) * len(train_x) // P
     shard_x, shard_y = train_x[lo:hi], train_y[lo:hi]
-    steps_per_epoch = len(shard_x) // args.batch
+    # the same at every rank (shards differ by an image at most)
+    steps_per_epoch = len(train_x) // P // args.batch
     if steps_per_epoch < 1:
-        print("train.py: rank %d has %d images, fewer than a batch" % (me, len(shard_x)), file=sys.stderr)
+        if me == 0:
+            print("train.py: %d images for %d ranks: fewer than a batch each" % (len(train_x), P), file=sys.stderr)
         return 2
     total = steps_per_epoch * args.epochs
     if args.max_steps:

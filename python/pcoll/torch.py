@@ -32,6 +32,13 @@ BatchNorm's running statistics included, become views into it), so the
 library works on them with no copy.  Integer buffers (BatchNorm's
 num_batches_tracked) stay local.  Every tensor exchanged must be float32, or
 every one float64, on the CPU.
+
+Rules, as for buffers in MPI: a tensor the library works on (a wrapper's
+views; any tensor of an iallreduce, a plan or a fusion executor in flight)
+must keep its memory: no resize_(), set_() or new .data meanwhile.  Between
+the steps and close(), a rank must not block in a collective outside pcoll
+(an MPI barrier): the others may need it for a synchronous round or a group,
+which it gives only from inside pcoll.
 """
 import statistics
 import time
@@ -174,7 +181,7 @@ def _model_tensors(model):
     return named
 
 
-def _check(ctx, what, named, why=None):
+def _check(ctx, what, named, why=None, settings=()):
     """Agrees on the tensors' layout, and on `why` (this rank's own reason to
     fail, found before anything collective: a bad argument): every rank
     returns, or every rank raises (this rank ValueError or TypeError with
@@ -187,6 +194,8 @@ def _check(ctx, what, named, why=None):
     entries = [(name, tuple(t.shape), t.dtype) for name, t in named]
     try:
         _agree_layout(ctx, what, entries, status if why else 0, why)
+        if settings:  # the wrapper's own arguments, which every rank must give alike
+            ctx.agree(what, [n for n, _ in settings], [v for _, v in settings])
     except pcoll.Error:
         if why:
             raise exc(why) from None
@@ -243,8 +252,10 @@ class _Wrapper:
     def close(self):
         """Collective: the final exchange and the library object's free."""
         if not self.closed:
-            self.closed = True
-            self._close()
+            try:
+                self._close()
+            finally:
+                self.closed = True
 
     def __enter__(self):
         return self
@@ -264,20 +275,24 @@ class _FlatGrads(_Wrapper):
     """Wrappers that exchange gradients: p.grad of every trainable parameter
     is a view into one flat buffer laid out in `order`."""
 
-    def __init__(self, optimizer, model, ctx, what, order=None, why=None):
+    def __init__(self, optimizer, model, ctx, what, order=None, why=None, settings=()):
         super().__init__(optimizer, ctx)
         named = _unique_params(model, requires_grad=True)
         self.names = [n for n, _ in named]
         self.params = [p for _, p in named]
-        self.dtype = _check(self.ctx, what, named, why)
+        self.dtype = _check(self.ctx, what, named, why, settings)
         self.grads = _Flat(self.params, order if order is not None else range(len(self.params)), self.dtype)
         self.grads.bind_grads()
 
     def zero_grad(self, set_to_none=False):
-        # the views stay: zeroing them zeroes the flat buffer
+        """Zeroes the gradients (the flat buffer) and makes every p.grad its
+        view again (set_to_none is ignored: the views stay)."""
         del set_to_none
         self.grads.flat.zero_()
-        self._rebind()
+        for i, p in enumerate(self.params):
+            v = self.grads.view(i)
+            if p.grad is None or p.grad.data_ptr() != v.data_ptr():
+                p.grad = v
 
     def _rebind(self):
         """p.grad may have been replaced (set to None, assigned): point it
@@ -315,7 +330,7 @@ class SyncOptimizer(_FlatGrads):
     """
 
     def __init__(self, optimizer, model, fusion="optimal", backward_passes_per_step=1, cost_model=None,
-                 profile_steps=5, group=None, ctx=None):
+                 profile_steps=5, ctx=None):
         why = None
         if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
             why = "SyncOptimizer: backward_passes_per_step %r must be an int >= 1" % (backward_passes_per_step,)
@@ -329,10 +344,16 @@ class SyncOptimizer(_FlatGrads):
             except (pcoll.Error, TypeError) as e:
                 why = "SyncOptimizer: fusion %r: %s" % (fusion, e)
         nparams = len(_unique_params(model, requires_grad=True))
+        settings = [("fusion (crc32)", zlib.crc32(str(fusion).encode())),
+                    ("backward_passes_per_step", backward_passes_per_step if why is None else 0),
+                    ("profile_steps", profile_steps if why is None else 0),
+                    ("cost_model given", cost_model is not None),
+                    ("cost_model a_us (ns)", round(cost_model.a_us * 1e3) if cost_model is not None else 0),
+                    ("cost_model b_us (fs)", round(cost_model.b_us * 1e9) if cost_model is not None else 0)]
         # first guess of backprop order: the reverse of the parameters'
-        super().__init__(optimizer, model, ctx, "SyncOptimizer", order=list(reversed(range(nparams))), why=why)
+        super().__init__(optimizer, model, ctx, "SyncOptimizer", order=list(reversed(range(nparams))), why=why,
+                         settings=settings)
         self.model = model
-        self.group = group
         self.strategy = fusion
         self.passes = backward_passes_per_step
         self.cost_model = cost_model
@@ -344,12 +365,14 @@ class SyncOptimizer(_FlatGrads):
         self._pass = [0] * nparams
         self._forward = [0.0, 0.0]
         self._step_hooks = {}
-        self._accs = []
         self._executor(self._single_plan())
+        self._hooks, self._accs = [], []
         for i, p in enumerate(self.params):
+            # the parameter's gradient accumulator: autograd keeps it only
+            # while a reference does, and a new one would have no hook
             acc = p.expand_as(p).grad_fn.next_functions[0][0]
-            acc.register_hook(self._make_hook(i))
-            self._accs.append(acc)  # the hook lives as long as the node
+            self._hooks.append(acc.register_hook(self._make_hook(i)))
+            self._accs.append(acc)
         self._fwd_hooks = [model.register_forward_pre_hook(self._forward_begins),
                            model.register_forward_hook(self._forward_ends)]
 
@@ -372,7 +395,7 @@ class SyncOptimizer(_FlatGrads):
         if old is not None:
             old.free()
         self.fusion = self.ctx.fusion(self.grads.array, [self.grads.offset[i] for i in layers],
-                                      [self.grads.count[i] for i in layers], plan, op="avg", group=self.group)
+                                      [self.grads.count[i] for i in layers], plan, op="avg")
 
     def _forward_begins(self, module, inputs):
         self._forward[0] = time.perf_counter()
@@ -408,7 +431,7 @@ class SyncOptimizer(_FlatGrads):
         # backprop order as rank 0 saw it (every rank must lay out alike)
         seen = sorted(range(n), key=lambda i: profiled[-1][2].get(i, float("inf")))
         order = np.array(seen if self.ctx.rank == 0 else [0] * n, dtype=np.int64)
-        self.ctx.allreduce(order, group=self.group)
+        self.ctx.allreduce(order)
         gaps = np.zeros(n)
         for _, prev, stamps in profiled:  # backprop starts after the forward pass
             for i in order:
@@ -419,7 +442,7 @@ class SyncOptimizer(_FlatGrads):
                 prev = t
         gaps /= len(profiled)
         times = np.concatenate([[fwd], gaps])
-        self.ctx.allreduce(times, op="avg", group=self.group)
+        self.ctx.allreduce(times, op="avg")
         self.backprop_order = [int(i) for i in order]
         layers = self._layers()
         nbytes = [self.grads.count[i] * self.grads.flat.element_size() for i in layers]
@@ -428,7 +451,7 @@ class SyncOptimizer(_FlatGrads):
             top = 256
             while top < sum(nbytes):
                 top *= 2
-            model = self.ctx.calibrate(group=self.group, min_bytes=256, max_bytes=top, reps=5)
+            model = self.ctx.calibrate(min_bytes=256, max_bytes=top, reps=5)
         self.cost_model = model
         self.profile = {"forward_us": float(times[0]), "backward_us": [float(times[1 + i]) for i in layers],
                         "bytes": nbytes, "layers": [self.names[i] for i in layers]}
@@ -452,6 +475,10 @@ class SyncOptimizer(_FlatGrads):
                 self._grad_ready(i)
         self.fusion.wait()
         self._pass = [0] * len(self.params)
+        for i, p in enumerate(self.params):  # what was reduced is what the inner step will read
+            if p.grad is None or p.grad.data_ptr() != self.grads.view(i).data_ptr():
+                raise RuntimeError("SyncOptimizer: %s.grad was replaced after backward; the gradient reduced is "
+                                   "its view in the flat buffer (modify p.grad in place)" % self.names[i])
 
     def step(self, closure=None):
         loss = closure() if closure is not None else None
@@ -466,7 +493,9 @@ class SyncOptimizer(_FlatGrads):
         return loss
 
     def _close(self):
-        for h in self._fwd_hooks:
+        if any(self._pass):  # a backward pass since the last step: finish its exchange
+            self.synchronize()
+        for h in self._fwd_hooks + self._hooks:
             h.remove()
         self._accs = []
         self.fusion.free()

@@ -18,7 +18,7 @@ pcoll_t *pcpy_ctx(pcpy_context_t *c, const char *fn)
     return NULL;
 }
 
-void pcpy_child_link(pcpy_context_t *c, pcpy_child_t *child, PyObject *self, int (*close)(PyObject *))
+void pcpy_child_link(pcpy_context_t *c, pcpy_child_t *child, PyObject *self, int (*close)(PyObject *, int))
 {
     child->self = self;
     child->close = close;
@@ -95,11 +95,22 @@ static int context_init(pcpy_context_t *c, PyObject *args, PyObject *kw)
     }
     pcoll_t *ctx = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_init(mc, &ctx);
-    Py_END_ALLOW_THREADS if (rc != PCOLL_SUCCESS) return pcpy_raise_int(rc);
+    Py_BEGIN_ALLOW_THREADS
+    rc = pcoll_init(mc, &ctx);
+    Py_END_ALLOW_THREADS
+    if (rc != PCOLL_SUCCESS) return pcpy_raise_int(rc);
     c->ctx = ctx;
     Py_XSETREF(c->comm, Py_NewRef(comm));
     return 0;
+}
+
+/* The first of several failures is kept, the others dropped. */
+static void keep_first(pcpy_pending_t *first)
+{
+    if (first->type)
+        PyErr_Clear();
+    else
+        pcpy_pending_take(first);
 }
 
 /* Closes the context's requests in flight and its children, then
@@ -108,39 +119,35 @@ static PyObject *context_finalize(pcpy_context_t *c, PyObject *noargs)
 {
     (void)noargs;
     if (!c->ctx) Py_RETURN_NONE; /* finalized already: nothing to do */
-    PyObject *first_type = NULL, *first_value = NULL, *first_tb = NULL;
-#define KEEP_FIRST_ERROR()                                                                                             \
-    do {                                                                                                               \
-        if (!first_type) PyErr_Fetch(&first_type, &first_value, &first_tb);                                            \
-        else PyErr_Clear();                                                                                            \
-    } while (0)
+    if (c->active > 0)
+        return pcpy_raise_msg(PCOLL_ERR_STATE, "Context.finalize: another thread is in a call on this context");
+    pcpy_pending_t first = {0};
     /* in flight: complete them (they hold buffers the library may use) */
     while (PySet_GET_SIZE(c->inflight) > 0) {
         PyObject *obj = PySet_Pop(c->inflight);
         if (!obj) break;
         PyObject *r = PyObject_CallMethod(obj, "wait", NULL);
-        if (!r) KEEP_FIRST_ERROR();
+        if (!r) keep_first(&first);
         Py_XDECREF(r);
         Py_DECREF(obj);
     }
-    /* open objects, newest first; each close unlinks it (also on failure) */
+    /* open objects, newest first; a forced close leaves the context even
+     * when it fails */
     while (c->children) {
         pcpy_child_t *child = c->children;
         PyObject *self = Py_NewRef(child->self);
-        if (child->close(self) < 0) KEEP_FIRST_ERROR();
-        pcpy_child_unlink(c, child); /* in case close left it */
+        if (child->close(self, 1) < 0) keep_first(&first);
+        pcpy_child_unlink(c, child);
         Py_DECREF(self);
     }
     pcoll_t *ctx = c->ctx;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_finalize(&ctx);
-    Py_END_ALLOW_THREADS c->ctx = NULL;
-    if (rc != PCOLL_SUCCESS && !first_type) return pcpy_raise(rc);
-#undef KEEP_FIRST_ERROR
-    if (first_type) {
-        PyErr_Restore(first_type, first_value, first_tb);
-        return NULL;
-    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = pcoll_finalize(&ctx);
+    Py_END_ALLOW_THREADS
+    c->ctx = NULL;
+    if (first.type) return pcpy_pending_raise(&first);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     Py_RETURN_NONE;
 }
 
@@ -220,9 +227,9 @@ static PyObject *context_allreduce(pcpy_context_t *c, PyObject *args, PyObject *
     allreduce_args_t a;
     if (!ctx || parse_allreduce(args, kw, "O|OOO:allreduce", &a) < 0) return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_allreduce(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op, a.group,
-                                                a.group_size);
-    Py_END_ALLOW_THREADS allreduce_args_release(&a);
+    PCPY_BLOCKING(c, rc = pcoll_allreduce(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op, a.group,
+                                          a.group_size));
+    allreduce_args_release(&a);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     Py_RETURN_NONE;
 }
@@ -251,9 +258,9 @@ static PyObject *context_allreduce_init(pcpy_context_t *c, PyObject *args, PyObj
     if (!ctx || parse_allreduce(args, kw, "O|OOO:allreduce_init", &a) < 0) return NULL;
     pcoll_plan_t *plan = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_allreduce_init(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op,
-                                                     a.group, a.group_size, &plan);
-    Py_END_ALLOW_THREADS PyMem_Free(a.group);
+    PCPY_BLOCKING(c, rc = pcoll_allreduce_init(ctx, a.sendbuf, a.recv.ptr, a.recv.count, a.recv.dtype, a.op, a.group,
+                                               a.group_size, &plan));
+    PyMem_Free(a.group);
     a.group = NULL;
     if (rc != PCOLL_SUCCESS) {
         allreduce_args_release(&a);
@@ -265,6 +272,18 @@ static PyObject *context_allreduce_init(pcpy_context_t *c, PyObject *args, PyObj
 /* _c_allreduce_loop(buf, iters) -> seconds: `iters` in-place allreduces of
  * buf called from C, back to back: the peer against which the binding's own
  * cost per call is measured (examples/bench_binding.py) */
+static int timed_loop(pcoll_t *ctx, const pcpy_buf_t *b, int iters, double *seconds)
+{
+    int rc = PCOLL_SUCCESS;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < iters && rc == PCOLL_SUCCESS; i++)
+        rc = pcoll_allreduce(ctx, PCOLL_IN_PLACE, b->ptr, b->count, b->dtype, PCOLL_SUM, NULL, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return rc;
+}
+
 static PyObject *context_c_allreduce_loop(pcpy_context_t *c, PyObject *args)
 {
     PyObject *obj;
@@ -273,78 +292,61 @@ static PyObject *context_c_allreduce_loop(pcpy_context_t *c, PyObject *args)
     pcoll_t *ctx = pcpy_ctx(c, "_c_allreduce_loop");
     pcpy_buf_t b;
     if (!ctx || pcpy_buf_get(obj, "buf", 1, &b) < 0) return NULL;
-    int rc = PCOLL_SUCCESS;
-    struct timespec t0, t1;
-    Py_BEGIN_ALLOW_THREADS clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < iters && rc == PCOLL_SUCCESS; i++)
-        rc = pcoll_allreduce(ctx, PCOLL_IN_PLACE, b.ptr, b.count, b.dtype, PCOLL_SUM, NULL, 0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    Py_END_ALLOW_THREADS pcpy_buf_release(&b);
+    int rc;
+    double seconds = 0;
+    PCPY_BLOCKING(c, rc = timed_loop(ctx, &b, iters, &seconds));
+    pcpy_buf_release(&b);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
-    return PyFloat_FromDouble((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    return PyFloat_FromDouble(seconds);
 }
 
 /* ---- agreement ---- */
 
-/* agree(what, names, values, status=0, why=None) */
+/* agree(what, names, values, status=0, why=None); a bad argument here is
+ * agreed on too (as a failure of this rank), so that no rank waits */
 static PyObject *context_agree(pcpy_context_t *c, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"what", "names", "values", "status", "why", NULL};
     const char *what = NULL, *why = NULL;
-    PyObject *names = NULL, *values = NULL;
+    PyObject *names = NULL, *values = NULL, *ns = NULL, *vs = NULL;
     int status = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "zOO|iz:agree", kwlist, &what, &names, &values, &status, &why))
-        return NULL;
     pcoll_t *ctx = pcpy_ctx(c, "agree");
     if (!ctx) return NULL;
-    PyObject *ns = PySequence_Fast(names, "names must be a sequence of str");
-    PyObject *vs = ns ? PySequence_Fast(values, "values must be a sequence of int") : NULL;
-    if (!vs) {
-        Py_XDECREF(ns);
-        return NULL;
-    }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(ns);
+    Py_ssize_t n = 0;
     const char **cn = NULL;
     int64_t *cv = NULL;
-    if (PySequence_Fast_GET_SIZE(vs) != n) {
-        PyErr_Format(PyExc_ValueError, "names has %zd items but values %zd", n, PySequence_Fast_GET_SIZE(vs));
-    } else if (n > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "too many values");
-    } else if (!(cn = PyMem_Malloc(sizeof(char *) * (size_t)(n + 1))) || !(cv = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1)))) {
-        PyErr_NoMemory();
-    } else {
-        for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
+    if (PyArg_ParseTupleAndKeywords(args, kw, "zOO|iz:agree", kwlist, &what, &names, &values, &status, &why) &&
+        (ns = PySequence_Fast(names, "names must be a sequence of str")) &&
+        (vs = PySequence_Fast(values, "values must be a sequence of int"))) {
+        n = PySequence_Fast_GET_SIZE(ns);
+        if (PySequence_Fast_GET_SIZE(vs) != n)
+            PyErr_Format(PyExc_ValueError, "names has %zd items but values %zd", n, PySequence_Fast_GET_SIZE(vs));
+        else if (n > INT32_MAX)
+            PyErr_SetString(PyExc_ValueError, "too many values");
+        else if (!(cn = PyMem_Malloc(sizeof(char *) * (size_t)(n + 1))) ||
+                 !(cv = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1))))
+            PyErr_NoMemory();
+        for (Py_ssize_t i = 0; cv && i < n && !PyErr_Occurred(); i++) {
             PyObject *nm = PySequence_Fast_GET_ITEM(ns, i), *v = PySequence_Fast_GET_ITEM(vs, i);
             cn[i] = PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
             if (!cn[i] && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "names[%zd] is not a str", i);
-            long long x = PyLong_Check(v) ? PyLong_AsLongLong(v) : 0;
             if (!PyLong_Check(v) && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "values[%zd] is not an int", i);
-            cv[i] = (int64_t)x;
+            cv[i] = PyLong_Check(v) ? (int64_t)PyLong_AsLongLong(v) : 0;
         }
     }
-    /* a local failure is still agreed on: the others must not wait */
-    PyObject *local = NULL, *ltype = NULL, *ltb = NULL;
-    char reason[300] = "";
-    if (PyErr_Occurred()) {
-        PyErr_Fetch(&ltype, &local, &ltb);
-        PyObject *s = local ? PyObject_Str(local) : NULL;
-        snprintf(reason, sizeof reason, "%s", s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "a bad argument");
-        Py_XDECREF(s);
-        PyErr_Clear();
+    pcpy_pending_t bad;
+    if (pcpy_pending_take(&bad)) {
         if (status == 0) status = PCOLL_ERR_ARG;
-        if (!why) why = reason;
+        if (!why) why = bad.why;
         n = 0;
     }
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_agree(ctx, what, status, why, (int)n, cn, cv);
-    Py_END_ALLOW_THREADS PyMem_Free(cn);
+    PCPY_BLOCKING(c, rc = pcoll_agree(ctx, what, status, why, (int)n, cn, cv));
+    PyMem_Free(cn);
     PyMem_Free(cv);
-    Py_DECREF(ns);
-    Py_DECREF(vs);
-    if (ltype) { /* this rank's own mistake: raise it as it was */
-        PyErr_Restore(ltype, local, ltb);
-        return NULL;
-    }
+    Py_XDECREF(ns);
+    Py_XDECREF(vs);
+    if (bad.type) return pcpy_pending_raise(&bad); /* this rank's own mistake, as it was */
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     Py_RETURN_NONE;
 }

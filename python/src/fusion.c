@@ -234,30 +234,28 @@ PyObject *pcpy_calibrate(pcpy_context_t *c, PyObject *args, PyObject *kw)
     pcoll_calibrate_config_default(&cfg);
     Py_ssize_t lo = (Py_ssize_t)cfg.min_bytes, hi = (Py_ssize_t)cfg.max_bytes;
     int reps = cfg.reps;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Onni:calibrate", kwlist, &group, &lo, &hi, &reps)) return NULL;
     pcoll_t *ctx = pcpy_ctx(c, "calibrate");
     if (!ctx) return NULL;
     int *g = NULL, gs = 0;
-    if (lo < 0 || hi < 0) {
+    /* a local failure fails this rank in the library's calibration too */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Onni:calibrate", kwlist, &group, &lo, &hi, &reps)) {
+        lo = 0;
+    } else if (lo < 0 || hi < 0) {
         PyErr_SetString(PyExc_ValueError, "min_bytes and max_bytes must be >= 0");
-        lo = 0; /* fails this rank in the library's calibration too */
+        lo = 0;
     } else if (pcpy_group_from(group, "group", &g, &gs) < 0) {
         lo = 0;
     }
-    PyObject *et = NULL, *ev = NULL, *etb = NULL;
-    int local = PyErr_Occurred() != NULL;
-    if (local) PyErr_Fetch(&et, &ev, &etb);
+    pcpy_pending_t bad;
+    int local = pcpy_pending_take(&bad);
     cfg.min_bytes = (size_t)lo;
     cfg.max_bytes = (size_t)hi;
     cfg.reps = reps;
     pcoll_cost_model_t m;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_calibrate(ctx, g, gs, &cfg, &m);
-    Py_END_ALLOW_THREADS PyMem_Free(g);
-    if (local) {
-        PyErr_Restore(et, ev, etb);
-        return NULL;
-    }
+    PCPY_BLOCKING(c, rc = pcoll_calibrate(ctx, g, gs, &cfg, &m));
+    PyMem_Free(g);
+    if (local) return pcpy_pending_raise(&bad);
     return rc == PCOLL_SUCCESS ? pcpy_cost_model_new(&m) : pcpy_raise(rc);
 }
 
@@ -355,7 +353,8 @@ static PyObject *fp_get(fusion_plan_t *o, void *which)
     if (!strcmp(w, "bucket_of")) return pcpy_int_tuple(pl->bucket_of, pl->nlayers);
     if (!strcmp(w, "buckets")) {
         PyObject *l = PyList_New(pl->nbuckets);
-        for (int k = 0; l && k < pl->nbuckets; k++) PyList_SET_ITEM(l, k, Py_BuildValue("(ii)", pl->first[k], pl->last[k]));
+        for (int k = 0; l && k < pl->nbuckets; k++)
+            PyList_SET_ITEM(l, k, Py_BuildValue("(ii)", pl->first[k], pl->last[k]));
         return l;
     }
     if (!strcmp(w, "bucket_bytes")) {
@@ -416,37 +415,48 @@ PyTypeObject pcpy_FusionPlanType = {
 
 /* ---- Fusion (the executor) ---- */
 
-static int fusion_close(PyObject *self)
+/* frees the executor: on success it leaves the context; on failure (a
+ * step's buckets in flight: wait first) it stays as it was, unless forced */
+static int fusion_close(PyObject *self, int force)
 {
     fusion_t *o = (fusion_t *)self;
+    int rc = PCOLL_SUCCESS;
+    if (o->f) {
+        rc = pcoll_fusion_free(&o->f);
+        if (rc != PCOLL_SUCCESS && !force) return pcpy_raise_int(rc);
+        if (rc != PCOLL_SUCCESS) { /* forgotten: MPI may still use grad */
+            o->f = NULL;
+            o->abandoned = 1;
+        }
+        if (!o->abandoned) pcpy_buf_release(&o->grad);
+    }
     pcpy_child_unlink(o->owner, &o->child);
-    if (!o->f) return 0;
-    int rc = pcoll_fusion_free(&o->f);
-    if (rc != PCOLL_SUCCESS) return pcpy_raise_int(rc); /* a step in flight: wait first */
-    if (!o->abandoned) pcpy_buf_release(&o->grad);
-    return 0;
+    if (o->in_step) { /* layers were marked but no bucket had started */
+        o->in_step = 0;
+        pcpy_unkeep(o->owner, self);
+    }
+    return rc == PCOLL_SUCCESS ? 0 : pcpy_raise_int(rc);
 }
 
-/* fusion(grad, layer_offset, layer_count, plan, op='sum', group=None) */
+/* fusion(grad, layer_offset, layer_count, plan, op='sum', group=None); a
+ * local failure passes no plan: the library fails every member */
 PyObject *pcpy_fusion_create(pcpy_context_t *c, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"grad", "layer_offset", "layer_count", "plan", "op", "group", NULL};
     PyObject *grad, *offo, *cnto, *plan, *op = NULL, *group = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO!|OO:fusion", kwlist, &grad, &offo, &cnto, &pcpy_FusionPlanType,
-                                     &plan, &op, &group))
-        return NULL;
     pcoll_t *ctx = pcpy_ctx(c, "fusion");
-    pcoll_fusion_plan_t *pl = ctx ? plan_of((fusion_plan_t *)plan) : NULL;
-    if (!pl) return NULL;
+    if (!ctx) return NULL;
+    pcoll_fusion_plan_t *pl = NULL;
     pcpy_buf_t gb = {0};
     pcoll_op_t o = PCOLL_SUM;
     size_t *off = NULL, *cnt = NULL;
     int *g = NULL, gs = 0;
     Py_ssize_t noff = 0, ncnt = 0;
-    /* a local failure passes grad NULL: the library fails every member */
-    if (pcpy_buf_get(grad, "grad", 1, &gb) == 0 && (!op || pcpy_op_from(op, "op", &o) == 0) &&
-        (off = sizes_from(offo, "layer_offset", &noff)) && (cnt = sizes_from(cnto, "layer_count", &ncnt)) &&
-        pcpy_group_from(group, "group", &g, &gs) == 0) {
+    if (PyArg_ParseTupleAndKeywords(args, kw, "OOOO!|OO:fusion", kwlist, &grad, &offo, &cnto, &pcpy_FusionPlanType,
+                                    &plan, &op, &group) &&
+        pcpy_group_from(group, "group", &g, &gs) == 0 && (pl = plan_of((fusion_plan_t *)plan)) &&
+        pcpy_buf_get(grad, "grad", 1, &gb) == 0 && (!op || pcpy_op_from(op, "op", &o) == 0) &&
+        (off = sizes_from(offo, "layer_offset", &noff)) && (cnt = sizes_from(cnto, "layer_count", &ncnt))) {
         if (noff != pl->nlayers || ncnt != pl->nlayers)
             PyErr_Format(PyExc_ValueError, "layer_offset has %zd and layer_count %zd entries; the plan has %d layers",
                          noff, ncnt, pl->nlayers);
@@ -455,33 +465,20 @@ PyObject *pcpy_fusion_create(pcpy_context_t *c, PyObject *args, PyObject *kw)
                 PyErr_Format(PyExc_ValueError, "layer %d (elements %zu..%zu) lies outside grad (%zu elements)", l,
                              off[l], off[l] + cnt[l], gb.count);
     }
-    PyObject *et = NULL, *ev = NULL, *etb = NULL;
-    int local = PyErr_Occurred() != NULL;
-    if (local) PyErr_Fetch(&et, &ev, &etb);
+    pcpy_pending_t bad;
+    int local = pcpy_pending_take(&bad);
     pcoll_fusion_t *f = NULL;
     int rc;
-    /* on a local failure the library still runs its agreement, with grad
-       NULL (and the plan's own layer counts if ours are unusable) */
-    size_t *use_cnt = cnt && ncnt == pl->nlayers ? cnt : NULL;
-    size_t *use_off = off && noff == pl->nlayers ? off : NULL;
-    size_t *zeros = NULL;
-    if (local && (!use_cnt || !use_off)) {
-        zeros = PyMem_Calloc((size_t)pl->nlayers, sizeof(size_t));
-        use_cnt = use_off = zeros;
-    }
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_fusion_create(ctx, g, gs, local ? NULL : gb.ptr, gb.held ? gb.dtype : PCOLL_FLOAT32,
-                                                    o, use_off, use_cnt, pl, &f);
-    Py_END_ALLOW_THREADS PyMem_Free(off);
+    if (local)
+        PCPY_BLOCKING(c, rc = pcoll_fusion_create(ctx, g, gs, NULL, PCOLL_FLOAT32, o, NULL, NULL, NULL, &f));
+    else
+        PCPY_BLOCKING(c, rc = pcoll_fusion_create(ctx, g, gs, gb.ptr, gb.dtype, o, off, cnt, pl, &f));
+    PyMem_Free(off);
     PyMem_Free(cnt);
     PyMem_Free(g);
-    PyMem_Free(zeros);
     if (local || rc != PCOLL_SUCCESS) {
         pcpy_buf_release(&gb);
-        if (local) {
-            PyErr_Restore(et, ev, etb);
-            return NULL;
-        }
-        return pcpy_raise(rc);
+        return local ? pcpy_pending_raise(&bad) : pcpy_raise(rc);
     }
     fusion_t *fo = PyObject_New(fusion_t, &pcpy_FusionType);
     if (!fo) {
@@ -520,8 +517,8 @@ static PyObject *fusion_wait(fusion_t *o, PyObject *noargs)
     (void)noargs;
     if (!o->f) return pcpy_raise_msg(PCOLL_ERR_STATE, "Fusion.wait: the object was freed");
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_fusion_wait(o->f);
-    Py_END_ALLOW_THREADS if (rc == PCOLL_ERR_TIMEOUT) o->abandoned = 1;
+    PCPY_BLOCKING(o->owner, rc = pcoll_fusion_wait(o->f));
+    if (rc == PCOLL_ERR_TIMEOUT) o->abandoned = 1;
     if (o->in_step) {
         o->in_step = 0;
         Py_INCREF(o);
@@ -535,7 +532,7 @@ static PyObject *fusion_wait(fusion_t *o, PyObject *noargs)
 static PyObject *fusion_free(fusion_t *o, PyObject *noargs)
 {
     (void)noargs;
-    if (fusion_close((PyObject *)o) < 0) return NULL;
+    if (fusion_close((PyObject *)o, 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -547,7 +544,7 @@ static PyObject *fusion_get(fusion_t *o, void *which)
 static void fusion_dealloc(fusion_t *o)
 {
     /* no step is in flight (the context keeps the object then) */
-    if (fusion_close((PyObject *)o) < 0) PyErr_WriteUnraisable((PyObject *)o);
+    if (fusion_close((PyObject *)o, 1) < 0) PyErr_WriteUnraisable((PyObject *)o);
     Py_XDECREF((PyObject *)o->owner);
     PyObject_Free(o);
 }

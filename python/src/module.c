@@ -1,5 +1,6 @@
 /* The module pcoll._pcoll: pcoll.Error, the names of dtypes and ops, and the
  * small library-wide calls.  See pcoll_py.h for the map of the files. */
+#include <stdio.h>
 #include <string.h>
 
 #include "pcoll_py.h"
@@ -21,7 +22,8 @@ PyObject *pcpy_raise_msg(int status, const char *msg)
     if (!exc) return NULL;
     PyObject *st = PyLong_FromLong(status);
     PyObject *nm = PyUnicode_FromString(status_name(status));
-    if (st && nm && PyObject_SetAttrString(exc, "status", st) == 0 && PyObject_SetAttrString(exc, "status_name", nm) == 0)
+    if (st && nm && PyObject_SetAttrString(exc, "status", st) == 0 &&
+        PyObject_SetAttrString(exc, "status_name", nm) == 0)
         PyErr_SetObject(pcpy_Error, exc);
     Py_XDECREF(st);
     Py_XDECREF(nm);
@@ -30,6 +32,26 @@ PyObject *pcpy_raise_msg(int status, const char *msg)
 }
 
 PyObject *pcpy_raise(int status) { return pcpy_raise_msg(status, pcoll_last_error()); }
+
+int pcpy_pending_take(pcpy_pending_t *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!PyErr_Occurred()) return 0;
+    PyErr_Fetch(&p->type, &p->value, &p->tb);
+    PyErr_NormalizeException(&p->type, &p->value, &p->tb);
+    PyObject *s = p->value ? PyObject_Str(p->value) : NULL;
+    snprintf(p->why, sizeof p->why, "%s", s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "a bad argument");
+    Py_XDECREF(s);
+    PyErr_Clear();
+    return 1;
+}
+
+PyObject *pcpy_pending_raise(pcpy_pending_t *p)
+{
+    PyErr_Restore(p->type, p->value, p->tb);
+    p->type = p->value = p->tb = NULL;
+    return NULL;
+}
 
 int pcpy_raise_int(int status)
 {
@@ -209,7 +231,8 @@ static PyObject *m_dtype_size(PyObject *self, PyObject *arg)
 static PyMethodDef module_methods[] = {
     {"strerror", m_strerror, METH_O, "strerror(status) -> the short text of a status code"},
     {"last_error", m_last_error, METH_NOARGS, "last_error() -> the calling thread's last pcoll error message"},
-    {"set_log_level", m_set_log_level, METH_O, "set_log_level(level): none|error|warn|info|debug or 0-4 (process-wide)"},
+    {"set_log_level", m_set_log_level, METH_O,
+     "set_log_level(level): none|error|warn|info|debug or 0-4 (process-wide)"},
     {"get_log_level", m_get_log_level, METH_NOARGS, "get_log_level() -> 0-4"},
     {"dtype_size", m_dtype_size, METH_O, "dtype_size(dtype) -> bytes per element"},
     {NULL, NULL, 0, NULL},

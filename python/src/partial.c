@@ -138,38 +138,37 @@ static int mode_from(PyObject *obj, pcoll_contrib_mode_t *out)
     return 0;
 }
 
-static int partial_close(PyObject *self)
+static int partial_close(PyObject *self, int force)
 {
+    (void)force; /* a failed free leaves the object to the library\'s finalize */
     partial_t *o = (partial_t *)self;
     pcpy_child_unlink(o->owner, &o->child);
     if (!o->p) return 0;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_partial_free(&o->p);
-    Py_END_ALLOW_THREADS o->p = NULL; /* on failure the library frees it at finalize */
+    PCPY_BLOCKING(o->owner, rc = pcoll_partial_free(&o->p));
+    o->p = NULL; /* on failure the library frees it at finalize */
     return rc == PCOLL_SUCCESS ? 0 : pcpy_raise_int(rc);
 }
 
 PyObject *pcpy_partial_create(pcpy_context_t *c, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"count", "dtype", "kind", "mode", "sync_every", "seed", "group_size", "quorum", NULL};
-    Py_ssize_t count;
+    Py_ssize_t count = 0;
     PyObject *dtype = NULL, *kind = NULL, *mode = NULL, *group_size = Py_None, *quorum = Py_None;
     int sync_every = 0;
     unsigned long long seed = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "n|OOOiKOO:partial", kwlist, &count, &dtype, &kind, &mode,
-                                     &sync_every, &seed, &group_size, &quorum))
-        return NULL;
     pcoll_t *ctx = pcpy_ctx(c, "partial");
     if (!ctx) return NULL;
     pcoll_partial_config_t cfg;
     pcoll_partial_config_default(&cfg);
     pcoll_dtype_t dt = PCOLL_FLOAT32;
-    cfg.sync_every = sync_every;
-    cfg.seed = seed;
     /* what fails here fails this rank inside the library's create too (the
      * field made invalid there is the one at fault), so that every rank
      * fails at once */
-    if (count < 0) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "n|OOOiKOO:partial", kwlist, &count, &dtype, &kind, &mode,
+                                     &sync_every, &seed, &group_size, &quorum)) {
+        count = 0;
+    } else if ((cfg.sync_every = sync_every, cfg.seed = seed, count < 0)) {
         PyErr_Format(PyExc_ValueError, "count is %zd; it must be >= 1", count);
         count = 0;
     } else if (dtype && pcpy_dtype_from(dtype, "dtype", &dt) < 0) {
@@ -190,17 +189,12 @@ PyObject *pcpy_partial_create(pcpy_context_t *c, PyObject *args, PyObject *kw)
         cfg.kind = PCOLL_PARTIAL_QUORUM;
         cfg.quorum = -1;
     }
-    PyObject *et = NULL, *ev = NULL, *etb = NULL;
-    int local = PyErr_Occurred() != NULL;
-    if (local) PyErr_Fetch(&et, &ev, &etb);
+    pcpy_pending_t bad;
+    int local = pcpy_pending_take(&bad);
     pcoll_partial_t *p = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_partial_create(ctx, (size_t)count, dt, &cfg, &p);
-    Py_END_ALLOW_THREADS if (local)
-    {
-        PyErr_Restore(et, ev, etb);
-        return NULL;
-    }
+    PCPY_BLOCKING(c, rc = pcoll_partial_create(ctx, (size_t)count, dt, &cfg, &p));
+    if (local) return pcpy_pending_raise(&bad);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     partial_t *o = PyObject_New(partial_t, &pcpy_PartialType);
     if (!o) return NULL; /* the library frees p at finalize */
@@ -265,8 +259,8 @@ static PyObject *partial_allreduce(partial_t *o, PyObject *args, PyObject *kw)
     const void *cp = contrib == Py_None ? NULL : contrib == out ? ob.ptr : cb.ptr;
     pcoll_partial_info_t info;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_partial_allreduce(p, cp, ob.ptr, &info);
-    Py_END_ALLOW_THREADS pcpy_buf_release(&cb);
+    PCPY_BLOCKING(o->owner, rc = pcoll_partial_allreduce(p, cp, ob.ptr, &info));
+    pcpy_buf_release(&cb);
     pcpy_buf_release(&ob);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     return info_new(&info);
@@ -290,8 +284,8 @@ static PyObject *partial_flush(partial_t *o, PyObject *out)
     if (!p || object_buf(o, out, "out", 1, &ob) < 0) return NULL;
     pcoll_partial_info_t info;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_partial_flush(p, ob.ptr, &info);
-    Py_END_ALLOW_THREADS pcpy_buf_release(&ob);
+    PCPY_BLOCKING(o->owner, rc = pcoll_partial_flush(p, ob.ptr, &info));
+    pcpy_buf_release(&ob);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     return info_new(&info);
 }
@@ -299,7 +293,7 @@ static PyObject *partial_flush(partial_t *o, PyObject *out)
 static PyObject *partial_free(partial_t *o, PyObject *noargs)
 {
     (void)noargs;
-    if (partial_close((PyObject *)o) < 0) return NULL;
+    if (partial_close((PyObject *)o, 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -36,6 +36,19 @@ PyObject *pcpy_raise_msg(int status, const char *msg);
 /* The same as -1, for functions that return int. */
 int pcpy_raise_int(int status);
 
+/* An exception held while a collective call still runs (module.c): a rank
+ * whose own argument is bad still makes the collective call, made to fail
+ * there, so that every rank fails at once instead of the others waiting
+ * for the one that raised; then the exception is raised as it was. */
+typedef struct pcpy_pending {
+    PyObject *type, *value, *tb;
+    char why[400]; /* str() of the exception */
+} pcpy_pending_t;
+/* Takes the current exception (if any): 1 if there was one. */
+int pcpy_pending_take(pcpy_pending_t *p);
+/* Raises it again; returns NULL. */
+PyObject *pcpy_pending_raise(pcpy_pending_t *p);
+
 /* ---- names <-> enums (module.c) ---- */
 /* "float32" / "float64" / "int32" / "int64", a pcoll dtype number, or an
  * object with a `name`/str() among those (numpy and torch dtypes) */
@@ -70,23 +83,38 @@ typedef struct pcpy_child pcpy_child_t;
 typedef struct pcpy_context {
     PyObject_HEAD
     pcoll_t *ctx;         /* NULL once finalized */
+    int active;           /* threads in a call without the GIL (finalize waits for none) */
     pcpy_child_t *children; /* open objects, newest first */
     PyObject *inflight;   /* set: requests and fusion steps in flight (kept alive) */
     PyObject *comm;       /* the mpi4py communicator it was made from (kept alive) */
 } pcpy_context_t;
 
 /* Every object that belongs to a context: closed (collectively where its
- * free is) before the context is finalized. */
+ * free is) before the context is finalized.  close(self, force): 0, or -1
+ * with an exception set; it leaves the context on success, or when forced
+ * (finalize), then forgetting what it could not free (buffers stay held). */
 struct pcpy_child {
     PyObject *self;
-    int (*close)(PyObject *self); /* 0, or -1 with an exception set */
+    int (*close)(PyObject *self, int force);
     pcpy_child_t *prev, *next;
 };
 
 extern PyTypeObject pcpy_ContextType;
+
+/* Runs `stmt` without the GIL, counted as a call on context c (finalize
+ * refuses while another thread is in one). */
+#define PCPY_BLOCKING(c, stmt)                                                                                         \
+    do {                                                                                                               \
+        (c)->active++;                                                                                                 \
+        Py_BEGIN_ALLOW_THREADS                                                                                         \
+        stmt;                                                                                                          \
+        Py_END_ALLOW_THREADS                                                                                           \
+        (c)->active--;                                                                                                 \
+    } while (0)
+
 /* The context's pcoll_t, or NULL with pcoll.Error (STATE) if finalized. */
 pcoll_t *pcpy_ctx(pcpy_context_t *c, const char *fn);
-void pcpy_child_link(pcpy_context_t *c, pcpy_child_t *child, PyObject *self, int (*close)(PyObject *));
+void pcpy_child_link(pcpy_context_t *c, pcpy_child_t *child, PyObject *self, int (*close)(PyObject *, int));
 void pcpy_child_unlink(pcpy_context_t *c, pcpy_child_t *child);
 /* Keeps obj alive while it is in flight (a request, a fusion step). */
 int pcpy_keep(pcpy_context_t *c, PyObject *obj);

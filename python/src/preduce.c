@@ -28,14 +28,15 @@ static PyStructSequence_Field info_fields[] = {
 static PyStructSequence_Desc info_desc = {"pcoll.PReduceInfo", "What one PReduce.reduce call did", info_fields, 7};
 static PyTypeObject *InfoType;
 
-static int preduce_close(PyObject *self)
+static int preduce_close(PyObject *self, int force)
 {
+    (void)force; /* a failed free leaves the object to the library\'s finalize */
     preduce_t *o = (preduce_t *)self;
     pcpy_child_unlink(o->owner, &o->child);
     if (!o->o) return 0;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_preduce_free(&o->o);
-    Py_END_ALLOW_THREADS o->o = NULL;
+    PCPY_BLOCKING(o->owner, rc = pcoll_preduce_free(&o->o));
+    o->o = NULL;
     return rc == PCOLL_SUCCESS ? 0 : pcpy_raise_int(rc);
 }
 
@@ -43,16 +44,17 @@ static int preduce_close(PyObject *self)
 PyObject *pcpy_preduce_create(pcpy_context_t *c, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"count", "dtype", "spec", NULL};
-    Py_ssize_t count;
+    Py_ssize_t count = 0;
     PyObject *dtype = NULL, *spec = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "n|OO:preduce", kwlist, &count, &dtype, &spec)) return NULL;
     pcoll_t *ctx = pcpy_ctx(c, "preduce");
     if (!ctx) return NULL;
     pcoll_preduce_config_t cfg;
     pcoll_preduce_config_default(&cfg);
     pcoll_dtype_t dt = PCOLL_FLOAT32;
-    /* a local failure makes the library's create fail here too */
-    if (count < 0) {
+    /* a local failure makes the library's create fail here too (partial.c) */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "n|OO:preduce", kwlist, &count, &dtype, &spec)) {
+        count = 0;
+    } else if (count < 0) {
         PyErr_Format(PyExc_ValueError, "count is %zd; it must be >= 1", count);
         count = 0;
     } else if (dtype && pcpy_dtype_from(dtype, "dtype", &dt) < 0) {
@@ -64,17 +66,12 @@ PyObject *pcpy_preduce_create(pcpy_context_t *c, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "spec %R: %s", spec, pcoll_last_error());
         cfg.policy = (pcoll_preduce_policy_t)-1;
     }
-    PyObject *et = NULL, *ev = NULL, *etb = NULL;
-    int local = PyErr_Occurred() != NULL;
-    if (local) PyErr_Fetch(&et, &ev, &etb);
+    pcpy_pending_t bad;
+    int local = pcpy_pending_take(&bad);
     pcoll_preduce_t *obj = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_preduce_create(ctx, (size_t)count, dt, &cfg, &obj);
-    Py_END_ALLOW_THREADS if (local)
-    {
-        PyErr_Restore(et, ev, etb);
-        return NULL;
-    }
+    PCPY_BLOCKING(c, rc = pcoll_preduce_create(ctx, (size_t)count, dt, &cfg, &obj));
+    if (local) return pcpy_pending_raise(&bad);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     preduce_t *o = PyObject_New(preduce_t, &pcpy_PReduceType);
     if (!o) return NULL; /* the library frees obj at finalize */
@@ -109,8 +106,8 @@ static PyObject *preduce_reduce(preduce_t *o, PyObject *args, PyObject *kw)
     }
     pcoll_preduce_info_t info;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_preduce(o->o, mb.ptr, (uint64_t)it, &info);
-    Py_END_ALLOW_THREADS pcpy_buf_release(&mb);
+    PCPY_BLOCKING(o->owner, rc = pcoll_preduce(o->o, mb.ptr, (uint64_t)it, &info));
+    pcpy_buf_release(&mb);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
     PyObject *r = PyStructSequence_New(InfoType);
     PyObject *members = pcpy_int_tuple(info.members, info.members ? info.group_size : 0);
@@ -149,7 +146,7 @@ static PyObject *preduce_stats(preduce_t *o, PyObject *noargs)
 static PyObject *preduce_free(preduce_t *o, PyObject *noargs)
 {
     (void)noargs;
-    if (preduce_close((PyObject *)o) < 0) return NULL;
+    if (preduce_close((PyObject *)o, 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -11,6 +11,7 @@ typedef struct request {
     pcoll_request_t *req; /* NULL once complete */
     PyObject *plan;       /* the plan this request is a start of, or NULL */
     pcpy_buf_t send, recv;
+    int waiting;          /* a thread waits for it (without the GIL) */
 } request_t;
 
 typedef struct plan {
@@ -28,25 +29,25 @@ PyObject *pcpy_request_new(pcpy_context_t *c, pcoll_request_t *req, PyObject *pl
     request_t *r = PyObject_New(request_t, &pcpy_RequestType);
     if (!r) {
         /* cannot be tracked: complete it here rather than lose the buffers */
-        Py_BEGIN_ALLOW_THREADS pcoll_wait(&req);
-        Py_END_ALLOW_THREADS if (send) pcpy_buf_release(send);
+        PCPY_BLOCKING(c, pcoll_wait(&req));
+        if (send) pcpy_buf_release(send);
         if (recv) pcpy_buf_release(recv);
         return NULL;
     }
     r->owner = (pcpy_context_t *)Py_NewRef((PyObject *)c);
     r->req = req;
     r->plan = Py_XNewRef(plan);
+    r->waiting = 0;
     r->send = send ? *send : (pcpy_buf_t){0};
     r->recv = recv ? *recv : (pcpy_buf_t){0};
     if (pcpy_keep(c, (PyObject *)r) < 0) {
         /* the context could not keep it: do not return a request that
            could be dropped in flight */
-        PyObject *t, *v, *tb;
-        PyErr_Fetch(&t, &v, &tb);
-        Py_BEGIN_ALLOW_THREADS pcoll_wait(&r->req);
-        Py_END_ALLOW_THREADS PyErr_Restore(t, v, tb);
+        pcpy_pending_t err;
+        pcpy_pending_take(&err);
+        PCPY_BLOCKING(c, pcoll_wait(&r->req));
         Py_DECREF(r);
-        return NULL;
+        return pcpy_pending_raise(&err);
     }
     return (PyObject *)r;
 }
@@ -70,10 +71,13 @@ static PyObject *request_wait(request_t *r, PyObject *noargs)
 {
     (void)noargs;
     if (!r->req) Py_RETURN_NONE;
+    if (r->waiting) return pcpy_raise_msg(PCOLL_ERR_STATE, "Request.wait: another thread waits for this request");
     Py_INCREF(r); /* the context's reference may go in request_complete */
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pcoll_wait(&r->req);
-    Py_END_ALLOW_THREADS r->req = NULL;
+    r->waiting = 1;
+    PCPY_BLOCKING(r->owner, rc = pcoll_wait(&r->req));
+    r->waiting = 0;
+    r->req = NULL;
     int failed = request_complete(r, rc) < 0;
     Py_DECREF(r);
     if (failed) return NULL;
@@ -84,6 +88,7 @@ static PyObject *request_test(request_t *r, PyObject *noargs)
 {
     (void)noargs;
     if (!r->req) Py_RETURN_TRUE;
+    if (r->waiting) return pcpy_raise_msg(PCOLL_ERR_STATE, "Request.test: another thread waits for this request");
     int flag = 0;
     int rc = pcoll_test(&r->req, &flag);
     if (!flag) {
@@ -137,18 +142,27 @@ PyTypeObject pcpy_RequestType = {
 
 /* ---- plans ---- */
 
-static int plan_close(PyObject *self)
+/* frees the plan: on success it leaves the context and lets its buffers
+ * go; on failure (a start not completed) it stays as it was, unless forced */
+static int plan_close(PyObject *self, int force)
 {
     plan_t *p = (plan_t *)self;
-    pcpy_child_unlink(p->owner, &p->child);
-    if (!p->plan) return 0;
-    int rc = pcoll_plan_free(&p->plan);
-    if (!p->abandoned) {
-        pcpy_buf_release(&p->send);
-        pcpy_buf_release(&p->recv);
+    if (p->plan) {
+        int rc = pcoll_plan_free(&p->plan);
+        if (rc != PCOLL_SUCCESS && !force) return pcpy_raise_int(rc);
+        if (rc != PCOLL_SUCCESS) { /* forgotten: MPI may still use the buffers */
+            p->plan = NULL;
+            p->abandoned = 1;
+            pcpy_child_unlink(p->owner, &p->child);
+            return pcpy_raise_int(rc);
+        }
+        if (!p->abandoned) {
+            pcpy_buf_release(&p->send);
+            pcpy_buf_release(&p->recv);
+        }
     }
-    p->plan = NULL; /* on failure the plan is left to the library */
-    return rc == PCOLL_SUCCESS ? 0 : pcpy_raise_int(rc);
+    pcpy_child_unlink(p->owner, &p->child);
+    return 0;
 }
 
 PyObject *pcpy_plan_new(pcpy_context_t *c, pcoll_plan_t *plan, pcpy_buf_t *send, pcpy_buf_t *recv)
@@ -183,14 +197,14 @@ static PyObject *plan_start(plan_t *p, PyObject *noargs)
 static PyObject *plan_free(plan_t *p, PyObject *noargs)
 {
     (void)noargs;
-    if (plan_close((PyObject *)p) < 0) return NULL;
+    if (plan_close((PyObject *)p, 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 static void plan_dealloc(plan_t *p)
 {
     /* no start is in flight (a request holds its plan) */
-    if (plan_close((PyObject *)p) < 0) PyErr_WriteUnraisable((PyObject *)p);
+    if (plan_close((PyObject *)p, 1) < 0) PyErr_WriteUnraisable((PyObject *)p);
     Py_XDECREF((PyObject *)p->owner);
     PyObject_Free(p);
 }

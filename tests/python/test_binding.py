@@ -68,14 +68,15 @@ def test_iallreduce_and_plans(ctx):
     for k, a, r in reqs[::-1]:
         r.wait()
         assert r.done and np.array_equal(a, expected_sum(ctx, 2000, np.float32, salt=k))
-    # a request dropped in flight still completes into its buffer
+    # a request dropped in flight still completes into its buffer (the
+    # context keeps it)
     a = ramp(ctx, 500, np.float32)
     r = ctx.iallreduce(a)
     del r
     gc.collect()
-    b = np.zeros(1, np.float32)
-    ctx.allreduce(b)  # operations on one group complete in order
-    time.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while not np.array_equal(a, expected_sum(ctx, 500, np.float32)) and time.monotonic() < deadline:
+        time.sleep(0.001)
     assert np.array_equal(a, expected_sum(ctx, 500, np.float32))
     # a plan: the same buffers again and again
     src, dst = np.zeros(64, np.float64), np.zeros(64, np.float64)
@@ -90,7 +91,13 @@ def test_iallreduce_and_plans(ctx):
         r1 = plan.start()
         plan.start()  # the last start is not complete
     assert e.value.status == pcoll.ERR_STATE
+    with pytest.raises(pcoll.Error) as e:
+        plan.free()  # nor can the plan be freed: it stays, with its buffers
+    assert e.value.status == pcoll.ERR_STATE
+    src[:] = 1
     r1.wait()
+    plan.start().wait()
+    assert np.all(dst == 1)
     plan.free()
     with pytest.raises(pcoll.Error):
         plan.start()
@@ -131,7 +138,7 @@ def test_bad_arguments(ctx):
 def test_partial_conservation(ctx):
     """Everything contributed arrives: the sum of every delivered result plus
     the flush equals the sum of all contributions, at every rank."""
-    for kind in ["solo", "majority", "quorum:%d" % max(1, ctx.size // 2), "group:2"]:
+    for kind in ["solo", "majority", "quorum:%d" % max(1, ctx.size // 2)]:
         p = ctx.partial(257, "float64", kind=kind, sync_every=3 if kind == "solo" else 0)
         got = np.zeros(257)
         out = np.zeros(257)
@@ -148,8 +155,6 @@ def test_partial_conservation(ctx):
         got += out
         assert info.synchronous
         p.free()
-        if kind.startswith("group"):
-            continue  # group rounds sum inside groups: conservation is over the groups
         total = calls * sum(r + 1 for r in range(ctx.size))
         assert np.all(got == total), kind
     with pytest.raises(pcoll.Error):
@@ -209,12 +214,16 @@ def test_preduce_keeps_the_mean(ctx):
     with ctx.preduce(n, "float64", spec="fifo:%d:const" % min(2, ctx.size)) as o:
         model = np.full(n, float(ctx.rank * 10))
         rng = np.random.default_rng(ctx.rank)
+        sizes = []
         for k in range(30):
             time.sleep(rng.random() * 0.003)
             info = o.reduce(model, k + 1)
             assert ctx.rank in info.members and 0 < info.weight <= 1
+            sizes.append(info.group_size)
         stats = o.stats()
         assert set(stats) >= {"requests", "groups", "busy_s"}
+    if ctx.size > 1:  # it averaged with others: the model moved
+        assert max(sizes) == 2 and not np.all(model == ctx.rank * 10)
     total = model.copy()
     ctx.allreduce(total)
     assert np.allclose(total, 10.0 * sum(range(ctx.size)))  # constant weights keep the sum

@@ -172,6 +172,7 @@ def test_preduce_keeps_the_mean(ctx, comm):
     start = params(m)
     opt = pt.PReduceOptimizer(torch.optim.SGD(m.parameters(), lr=0.0), m, "fifo:%d:const" % min(2, ctx.size))
     rng = np.random.default_rng(ctx.rank)
+    sizes = []
     for x, y in batches(ctx.rank, 10):
         opt.zero_grad()
         F.cross_entropy(m(x), y).backward()
@@ -180,6 +181,9 @@ def test_preduce_keeps_the_mean(ctx, comm):
             time.sleep(0.002)
         opt.step()
         assert opt.iteration >= 1
+        sizes.append(opt.info.group_size)
+    if ctx.size > 1:  # groups averaged models before close (lr 0: nothing else moves them)
+        assert max(sizes) == 2 and not np.array_equal(params(m), start)
     opt.close()
     # lr 0: only averaging; constant weights keep the sum of the models, so
     # the mean after close is the mean of the models the ranks started with
@@ -222,3 +226,43 @@ def test_broadcast_parameters(ctx, comm):
         assert same_everywhere(comm, v.numpy()), k
     ref = model(seed=30 + ctx.size - 1)
     assert np.array_equal(params(m), params(ref))
+
+
+def test_sync_close_after_backward(ctx, comm):
+    """close() right after a backward pass (a loop that breaks before
+    step()): the step's buckets are completed, nothing is left in flight."""
+    m = model()
+    opt = pt.SyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), m, profile_steps=2,
+                           cost_model=pcoll.CostModel(30.0, 0.001))
+    for k, (x, y) in enumerate(batches(ctx.rank, 4)):
+        opt.zero_grad()
+        F.cross_entropy(m(x), y).backward()
+        if k == 3:
+            break
+        opt.step()
+    opt.close()
+    assert opt.fusion is not None and same_everywhere(comm, params(m))
+    # the hooks are gone: backward on the model no longer touches the executor
+    F.cross_entropy(m(batches(ctx.rank, 1)[0][0]), batches(ctx.rank, 1)[0][1]).backward()
+
+
+def test_sync_replaced_grad_is_an_error(ctx):
+    m = model()
+    opt = pt.SyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), m, cost_model=pcoll.CostModel(30.0, 0.001))
+    x, y = batches(ctx.rank, 1)[0]
+    opt.zero_grad()
+    F.cross_entropy(m(x), y).backward()
+    m.fc.bias.grad = m.fc.bias.grad.clamp(-1, 1)  # not in place: the optimizer would read what was not reduced
+    with pytest.raises(RuntimeError, match="fc.bias.grad was replaced"):
+        opt.step()
+    opt.zero_grad()  # views again
+    F.cross_entropy(m(x), y).backward()
+    opt.step()
+    opt.close()
+
+
+def test_settings_differ_at_one_rank(ctx):
+    last = ctx.size - 1
+    m = model()
+    with pytest.raises(pcoll.Error, match="profile_steps differs between ranks"):
+        pt.SyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), m, profile_steps=3 if ctx.rank == last else 4)
