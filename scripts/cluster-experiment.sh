@@ -17,6 +17,7 @@
 # every rank.  About 45 minutes for both on two cores.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 build=${BUILD:-$root/build}
 bench=$build/bin/pcoll-bench
 nodes=${NODES:-4}
@@ -36,33 +37,6 @@ cluster="$root/scripts/cluster.sh --prefix $prefix"
 trap '$cluster down >/dev/null 2>&1 || true' EXIT INT TERM
 exports=
 for v in $(env | sed -n 's/^\(PCOLL_[A-Z0-9_]*\)=.*/\1/p'); do exports="$exports -x $v"; done
-
-# medians over the runs' JSON lines, grouped by the key fields: prints
-# "key... median(field)..." per group, in the order the groups first came
-medians() { # file "keyfields" "fields"
-    awk -v keys="$2" -v fields="$3" '
-    function val(line, k,    m) {
-        if (match(line, "\"" k "\":(\"[^\"]*\"|[-0-9.e+]+)")) {
-            m = substr(line, RSTART + length(k) + 3, RLENGTH - length(k) - 3); gsub(/"/, "", m); return m }
-        return "" }
-    BEGIN { nk = split(keys, K, " "); nf = split(fields, F, " ") }
-    { g = ""; for (i = 1; i <= nk; i++) g = g val($0, K[i]) " "
-      if (!(g in seen)) { seen[g] = 1; order[++ng] = g }
-      for (i = 1; i <= nf; i++) { n = ++cnt[g, i]; v[g, i, n] = val($0, F[i]) } }
-    END {
-        for (o = 1; o <= ng; o++) {
-            g = order[o]; line = g
-            for (i = 1; i <= nf; i++) {
-                n = cnt[g, i]
-                for (a = 1; a <= n; a++) x[a] = v[g, i, a] + 0
-                for (a = 2; a <= n; a++) { t = x[a]; b = a - 1; while (b >= 1 && x[b] > t) { x[b + 1] = x[b]; b-- } x[b + 1] = t }
-                m = n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
-                line = line sprintf(" %.6g", m)
-            }
-            print line
-        }
-    }' "$1"
-}
 
 if echo "$parts" | grep -q allreduce; then
     for k in 1 2; do

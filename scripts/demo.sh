@@ -37,6 +37,7 @@ for arg in "$@"; do
 done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 BUILD=${BUILD:-build}
 if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe --bind-to none"
@@ -66,11 +67,6 @@ else
 fi
 mkdir -p "$out"
 
-# a value from pcoll-train's one-line JSON summary
-json_get() {
-    sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" "$2" | tr -d '"'
-}
-
 # $MPIRUN is a command line: word splitting is wanted
 # shellcheck disable=SC2086
 run() { $MPIRUN -np "$np" "$train" "$@"; }
@@ -82,7 +78,7 @@ if [ -z "$delay" ]; then
     # one normal step: the mpi baseline without imbalance, 250 steps (~2 s)
     run --algo mpi --max-steps 250 --epochs 1 --quiet --json "$out/calibrate.json" >"$out/calibrate.txt" 2>&1 ||
         { cat "$out/calibrate.txt" >&2; exit 1; }
-    step_ms=$(awk -v s="$(json_get steps "$out/calibrate.json")" -v w="$(json_get wall_s "$out/calibrate.json")" \
+    step_ms=$(awk -v s="$(json_field steps "$out/calibrate.json")" -v w="$(json_field wall_s "$out/calibrate.json")" \
         'BEGIN { printf "%.1f", 1000 * w / s }')
     delay=$step_ms
     echo "normal step (mpi, no imbalance): $step_ms ms"
@@ -112,16 +108,10 @@ for i in $(seq 1 "$repeats"); do
 done
 [ -n "$ran" ] || { echo "demo.sh: nothing ran" >&2; exit 1; }
 
-# the median of the values on stdin, null (a target not reached) counting as
-# infinite; "-" if the median is infinite
-median() {
-    sed 's/^null$/inf/' | sort -g | awk '{ v[NR] = $1 }
-        END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-              if (NR == 0 || m == "inf" || m + 0 > 1e300) print "-"; else print m }'
-}
+# (median, lib.sh: a target not reached, null, counts as infinite)
 # one field of every run of an algorithm, a line each
 runs_of() {
-    for i in $(seq 1 "$repeats"); do json_get "$2" "$(name "$1" "$i").json"; done
+    for i in $(seq 1 "$repeats"); do json_field "$2" "$(name "$1" "$i").json"; done
 }
 
 echo
@@ -137,8 +127,8 @@ for algo in $ran; do
     speedup="-"
     case " $ran " in *" mpi "*)
         speedup=$(for i in $(seq 1 "$repeats"); do
-            awk -v r="$(json_get steps_per_s "$(name "$algo" "$i").json")" \
-                -v m="$(json_get steps_per_s "$(name mpi "$i").json")" 'BEGIN { print r / m }'
+            awk -v r="$(json_field steps_per_s "$(name "$algo" "$i").json")" \
+                -v m="$(json_field steps_per_s "$(name mpi "$i").json")" 'BEGIN { print r / m }'
         done | median)
         speedup=$(printf '%.2fx' "$speedup") ;;
     esac
@@ -149,8 +139,8 @@ for algo in $ran; do
     tspeed="-"
     case " $ran " in *" mpi "*)
         tspeed=$(for i in $(seq 1 "$repeats"); do
-            m=$(json_get time_to_target_s "$(name mpi "$i").json")
-            a=$(json_get time_to_target_s "$(name "$algo" "$i").json")
+            m=$(json_field time_to_target_s "$(name mpi "$i").json")
+            a=$(json_field time_to_target_s "$(name "$algo" "$i").json")
             [ "$m" = null ] && continue
             if [ "$a" = null ]; then echo 0; else awk -v m="$m" -v a="$a" 'BEGIN { print m / a }'; fi
         done | median)

@@ -20,6 +20,7 @@
 # default list), OUT (results/fusion).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 build=${BUILD:-$root/build}
 nodes=${NODES:-4}
 rate=${RATE:-1gbit}
@@ -46,10 +47,6 @@ if [ $needs_cluster -eq 1 ]; then
 fi
 mpirun_local="mpirun --oversubscribe --bind-to none $( [ "$(id -u)" -eq 0 ] && echo --allow-run-as-root)"
 
-# median of the numbers on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# "key": number of a JSON line
-field() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.e+-]*\).*/\1/p" "$1"; }
 
 if echo "$parts" | grep -q bench; then
     json=$out/bench-googlenet-${nodes}x1.json
@@ -67,18 +64,18 @@ if echo "$parts" | grep -q bench; then
         printf "%-16s %8s %13s %12s %10s %10s %10s\n" strategy buckets predicted_ms measured_ms meas/pred m_vs_wfbp m_vs_single
         for s in wfbp single fixed:26214400 mgwfbp optimal; do
             grep "\"strategy\":\"$s\"" "$json" >"$out/.lines" || continue
-            b=$(field "$out/.lines" buckets | median)
-            p=$(field "$out/.lines" predicted_iter_us | median)
-            m=$(field "$out/.lines" measured_iter_us | median)
-            r=$(field "$out/.lines" measured_over_predicted | median)
-            w=$(field "$out/.lines" measured_speedup_vs_wfbp | median)
-            g=$(field "$out/.lines" measured_speedup_vs_single | median)
+            b=$(json_field buckets "$out/.lines" | median)
+            p=$(json_field predicted_iter_us "$out/.lines" | median)
+            m=$(json_field measured_iter_us "$out/.lines" | median)
+            r=$(json_field measured_over_predicted "$out/.lines" | median)
+            w=$(json_field measured_speedup_vs_wfbp "$out/.lines" | median)
+            g=$(json_field measured_speedup_vs_single "$out/.lines" | median)
             awk -v s="$s" -v b="$b" -v p="$p" -v m="$m" -v r="$r" -v w="$w" -v g="$g" \
                 'BEGIN { printf "%-16s %8d %13.1f %12.1f %10.3f %9.2fx %9.2fx\n", s, b, p / 1e3, m / 1e3, r, w, g }'
         done
         echo "# the calibrated models (a us, b us/byte) of the runs:"
-        for a in $(grep '"strategy":"optimal"' "$json" | sed -n 's/.*"model_a_us":\([0-9.e+-]*\).*"model_b_us":\([0-9.e+-]*\).*/\1,\2/p'); do
-            echo "#   $a"
+        grep '"strategy":"optimal"' "$json" | while IFS= read -r line; do
+            echo "#   $(echo "$line" | json_field model_a_us),$(echo "$line" | json_field model_b_us)"
         done
     } >"$out/bench-googlenet-${nodes}x1.txt"
     rm -f "$out/.lines"
@@ -110,22 +107,22 @@ train_runs() {
         echo "# step: wall time per step; compute: forward + backward (+ the buckets' starts); exposed: the wait after"
         printf "%-12s %8s %12s %10s %10s %11s %11s %10s\n" fusion buckets planned_ms step_ms meas/plan compute_ms exposed_ms vs_none
         grep '"strategy":"none"' "$json" >"$out/.lines"
-        base=$(field "$out/.lines" step_ms | median)
+        base=$(json_field step_ms "$out/.lines" | median)
         for s in none $strategies; do
             grep "\"strategy\":\"$s\"" "$json" >"$out/.lines" || continue
-            st=$(field "$out/.lines" step_ms | median)
-            c=$(field "$out/.lines" compute_ms | median)
-            x=$(field "$out/.lines" exchange_ms | median)
+            st=$(json_field step_ms "$out/.lines" | median)
+            c=$(json_field compute_ms "$out/.lines" | median)
+            x=$(json_field exchange_ms "$out/.lines" | median)
             if [ "$s" = none ]; then
-                b=1 p=nan r=nan
+                b=1 p=- r=-
             else
-                b=$(field "$out/.lines" fusion_buckets | median)
-                p=$(field "$out/.lines" fusion_predicted_step_ms | median)
+                b=$(json_field fusion_buckets "$out/.lines" | median)
+                p=$(json_field fusion_predicted_step_ms "$out/.lines" | median)
                 r=$(awk -v p="$p" -v st="$st" 'BEGIN { print st / p }')
             fi
             awk -v s="$s" -v b="$b" -v p="$p" -v st="$st" -v r="$r" -v c="$c" -v x="$x" -v base="$base" \
                 'BEGIN { printf "%-12s %8d %12s %10.2f %10s %11.2f %11.2f %9.2fx\n", s, b,
-                         p == "nan" ? "-" : sprintf("%.2f", p), st, r == "nan" ? "-" : sprintf("%.3f", r), c, x, base / st }'
+                         p == "-" ? "-" : sprintf("%.2f", p), st, r == "-" ? "-" : sprintf("%.3f", r), c, x, base / st }'
         done
     } >"$out/train-$label.txt"
     rm -f "$out/.lines"

@@ -18,6 +18,7 @@
 # on 2 cores with the defaults.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 BUILD=${BUILD:-build}
 export BUILD
 np=${NP:-8}
@@ -38,8 +39,8 @@ if [ -z "$step" ]; then
     # shellcheck disable=SC2086
     $MPIRUN -np "$np" "$BUILD/bin/pcoll-train" --algo mpi --max-steps 250 --epochs 1 --quiet \
         --json "$out/calibrate.json" >"$out/calibrate.txt" 2>&1 || { cat "$out/calibrate.txt" >&2; exit 1; }
-    get() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" "$out/calibrate.json"; }
-    step=$(awk -v w="$(get wall_s)" -v s="$(get steps)" 'BEGIN { printf "%.1f", 1000 * w / s }')
+    step=$(awk -v w="$(json_field wall_s "$out/calibrate.json")" -v s="$(json_field steps "$out/calibrate.json")" \
+        'BEGIN { printf "%.1f", 1000 * w / s }')
     echo "normal step (mpi, $np ranks, no imbalance): $step ms"
 fi
 
