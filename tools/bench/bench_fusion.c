@@ -72,15 +72,23 @@ static void die_pcoll(const char *prog, const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-int bench_fusion(int argc, char **argv, int rank, int size)
+static const char *prog = "pcoll-bench fusion";
+
+typedef struct opts {
+    const char *profile, *model_text, *table, *cost, *list;
+    double forward_us; /* < 0: half the backward time */
+    size_t cal_max;
+    long iters, warmup;
+    int json, measure, calibrate;
+    char names[MAXS][32];
+    pcoll_fusion_spec_t spec[MAXS];
+    int ns;
+} opts_t;
+
+/* the flags; 1 if --help was given (printed at rank 0) */
+static int parse_flags(int argc, char **argv, int rank, opts_t *o)
 {
-    const char *prog = "pcoll-bench fusion";
-    const char *profile = NULL, *model_text = NULL, *table = NULL, *cost = NULL;
-    const char *list = "wfbp,single,fixed:25M,mgwfbp,optimal";
-    double forward_us = -1;
-    size_t cal_max = 0;
-    long iters = 5, warmup = 1;
-    int json = 0, measure = 0, calibrate = 0;
+    *o = (opts_t){.list = "wfbp,single,fixed:25M,mgwfbp,optimal", .forward_us = -1, .iters = 5, .warmup = 1};
     static struct option opts[] = {{"profile", required_argument, 0, 'p'},     {"forward-us", required_argument, 0, 'f'},
                                    {"model", required_argument, 0, 'm'},       {"model-table", required_argument, 0, 't'},
                                    {"calibrate", no_argument, 0, 'c'},         {"calibrate-max-bytes", required_argument, 0, 'C'},
@@ -92,72 +100,86 @@ int bench_fusion(int argc, char **argv, int rank, int size)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'p': profile = optarg; break;
-        case 'f': forward_us = tool_flag_double(prog, "--forward-us", optarg, 0, 1e12); break;
-        case 'm': model_text = optarg; break;
-        case 't': table = optarg; break;
-        case 'c': calibrate = 1; break;
-        case 'C': cal_max = tool_flag_bytes(prog, "--calibrate-max-bytes", optarg); break;
+        case 'p': o->profile = optarg; break;
+        case 'f': o->forward_us = tool_flag_double(prog, "--forward-us", optarg, 0, 1e12); break;
+        case 'm': o->model_text = optarg; break;
+        case 't': o->table = optarg; break;
+        case 'c': o->calibrate = 1; break;
+        case 'C': o->cal_max = tool_flag_bytes(prog, "--calibrate-max-bytes", optarg); break;
         case 'k':
             if (strcmp(optarg, "linear") && strcmp(optarg, "piecewise"))
                 tool_usage_error(prog, "--cost: \"%s\" is not linear or piecewise", optarg);
-            cost = optarg;
+            o->cost = optarg;
             break;
-        case 's': list = optarg; break;
-        case 'M': measure = 1; break;
-        case 'i': iters = tool_flag_long(prog, "--iters", optarg, 1, 100000); break;
-        case 'w': warmup = tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
-        case 'j': json = 1; break;
+        case 's': o->list = optarg; break;
+        case 'M': o->measure = 1; break;
+        case 'i': o->iters = tool_flag_long(prog, "--iters", optarg, 1, 100000); break;
+        case 'w': o->warmup = tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
+        case 'j': o->json = 1; break;
         case 'h':
             if (rank == 0) fputs(help, stdout);
-            return 0;
+            return 1;
         default: tool_usage_error(prog, "unknown flag \"%s\"", argv[optind - 1]);
         }
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
-    /* the strategies */
-    char names[MAXS][32];
-    int ns = tool_split_list(prog, "--strategies", list, names, MAXS);
-    pcoll_fusion_spec_t spec[MAXS];
-    for (int k = 0; k < ns; k++)
-        if (pcoll_fusion_spec_parse(names[k], &spec[k]) != PCOLL_SUCCESS)
+    o->ns = tool_split_list(prog, "--strategies", o->list, o->names, MAXS);
+    for (int k = 0; k < o->ns; k++)
+        if (pcoll_fusion_spec_parse(o->names[k], &o->spec[k]) != PCOLL_SUCCESS)
             tool_usage_error(prog, "--strategies: %s", pcoll_last_error());
-    if (!profile) tool_usage_error(prog, "--profile FILE is required");
-    if ((model_text != NULL) + (table != NULL) + calibrate > 1)
+    if (!o->profile) tool_usage_error(prog, "--profile FILE is required");
+    if ((o->model_text != NULL) + (o->table != NULL) + o->calibrate > 1)
         tool_usage_error(prog, "give one of --model, --model-table and --calibrate");
-    if (!model_text && !table) calibrate = 1;
+    if (!o->model_text && !o->table) o->calibrate = 1;
+    return 0;
+}
 
-    /* the profile */
+/* the model's layers from the profile's CSV */
+typedef struct layers {
+    pcoll_fusion_profile_t prof;
+    size_t *bytes, total;
+    double *col[2]; /* the CSV's columns: elements or bytes, backward_us */
+    double backward_us;
+} layers_t;
+
+static void read_profile(const opts_t *o, layers_t *m)
+{
     char err[512];
     const char *pcols[2] = {"n_params|bytes", "backward_us"};
-    double *col[2];
     int which[2], L = 0;
-    if (tool_read_csv(profile, pcols, 2, col, which, &L, err, sizeof err) != 0)
+    if (tool_read_csv(o->profile, pcols, 2, m->col, which, &L, err, sizeof err) != 0)
         tool_usage_error(prog, "--profile: %s", err);
-    if (L < 1) tool_usage_error(prog, "--profile: %s has no layers", profile);
-    size_t *bytes = malloc(sizeof(size_t) * (size_t)L), total = 0;
-    double tbsum = 0;
+    if (L < 1) tool_usage_error(prog, "--profile: %s has no layers", o->profile);
+    m->bytes = malloc(sizeof(size_t) * (size_t)L);
+    if (!m->bytes) tool_usage_error(prog, "--profile: out of memory for %d layers", L);
+    m->total = 0;
+    m->backward_us = 0;
     for (int l = 0; l < L; l++) {
-        if (col[0][l] < 0 || col[1][l] < 0) tool_usage_error(prog, "--profile: layer %d has a negative value", l);
-        bytes[l] = (size_t)col[0][l] * (which[0] == 0 ? 4 : 1);
-        total += bytes[l];
-        tbsum += col[1][l];
+        if (m->col[0][l] < 0 || m->col[1][l] < 0) tool_usage_error(prog, "--profile: layer %d has a negative value", l);
+        m->bytes[l] = (size_t)m->col[0][l] * (which[0] == 0 ? 4 : 1);
+        m->total += m->bytes[l];
+        m->backward_us += m->col[1][l];
     }
-    pcoll_fusion_profile_t prof = {L, bytes, col[1], forward_us >= 0 ? forward_us : tbsum / 2};
+    m->prof = (pcoll_fusion_profile_t){.nlayers = L,
+                                       .bytes = m->bytes,
+                                       .backward_us = m->col[1],
+                                       .forward_us = o->forward_us >= 0 ? o->forward_us : m->backward_us / 2};
+}
 
-    /* the model */
-    pcoll_t *ctx = tool_pcoll_init();
-    pcoll_cost_model_t model;
-    if (model_text) {
-        if (pcoll_cost_model_parse(model_text, &model) != PCOLL_SUCCESS)
+/* the cost model: given, fitted to a table, or calibrated on this job */
+static void get_model(const opts_t *o, pcoll_t *ctx, size_t total, pcoll_cost_model_t *model)
+{
+    if (o->model_text) {
+        if (pcoll_cost_model_parse(o->model_text, model) != PCOLL_SUCCESS)
             tool_usage_error(prog, "--model: %s", pcoll_last_error());
-    } else if (table) {
+    } else if (o->table) {
+        char err[512];
         const char *tcols[2] = {"bytes", "avg_latency_us|us"};
         double *t[2];
         int nt;
-        if (tool_read_csv(table, tcols, 2, t, NULL, &nt, err, sizeof err) != 0)
+        if (tool_read_csv(o->table, tcols, 2, t, NULL, &nt, err, sizeof err) != 0)
             tool_usage_error(prog, "--model-table: %s", err);
-        if (pcoll_cost_model_fit(t[0], t[1], nt, &model) != PCOLL_SUCCESS)
+        if (pcoll_cost_model_fit(t[0], t[1], nt, model) != PCOLL_SUCCESS)
             tool_usage_error(prog, "--model-table: %s", pcoll_last_error());
         free(t[0]);
         free(t[1]);
@@ -166,144 +188,182 @@ int bench_fusion(int argc, char **argv, int rank, int size)
         pcoll_calibrate_config_default(&cc);
         size_t top = 4;
         while (top < total) top *= 2;
-        cc.max_bytes = cal_max ? cal_max : top;
-        if (pcoll_calibrate(ctx, NULL, 0, &cc, &model) != PCOLL_SUCCESS) die_pcoll(prog, "pcoll_calibrate");
+        cc.max_bytes = o->cal_max ? o->cal_max : top;
+        if (pcoll_calibrate(ctx, NULL, 0, &cc, model) != PCOLL_SUCCESS) die_pcoll(prog, "pcoll_calibrate");
     }
-    if (cost) model.piecewise = !strcmp(cost, "piecewise") && model.nsegments > 0;
-    if (cost && !strcmp(cost, "piecewise") && !model.piecewise)
+    if (o->cost) model->piecewise = !strcmp(o->cost, "piecewise") && model->nsegments > 0;
+    if (o->cost && !strcmp(o->cost, "piecewise") && !model->piecewise)
         tool_usage_error(prog, "--cost piecewise: the model was given as A,B, not fitted");
-    const char *cost_name = model.piecewise ? "piecewise" : "linear";
+}
 
-    if (rank == 0 && !json) {
-        printf("# pcoll-bench fusion: %s, %d layers, %.1f MB of gradients, forward %.1f ms, backward %.1f ms; %d ranks\n",
-               profile, L, total / 1e6, prof.forward_us / 1e3, tbsum / 1e3, size);
-        printf("# model (%s): T(M) = %.2f us + %.6f us/B x M", model_text ? "given" : table ? table : "calibrated",
-               model.a_us, model.b_us);
-        if (model.nsamples)
-            printf(" (%d sizes; rms %.1f us, worst %.1f%%); piecewise %d segments (rms %.1f us, worst %.1f%%)",
-                   model.nsamples, model.linear_rms_us, 100 * model.linear_max_rel, model.nsegments,
-                   model.piecewise_rms_us, 100 * model.piecewise_max_rel);
-        printf("; the planner uses the %s model\n", cost_name);
+/* the predicted iteration of one strategy */
+static double predicted_us(const layers_t *m, const pcoll_cost_model_t *model, pcoll_fusion_strategy_t strategy)
+{
+    pcoll_fusion_spec_t spec = {.strategy = strategy};
+    pcoll_fusion_plan_t *pl;
+    if (pcoll_fusion_plan_create(&m->prof, model, &spec, &pl) != PCOLL_SUCCESS) die_pcoll(prog, "plan");
+    double t = pl->iter_us;
+    pcoll_fusion_plan_free(&pl);
+    return t;
+}
+
+/* --measure: the plans run with sleeps for the compute, taking turns;
+ * meas[k]: the median of the slowest rank's iteration */
+static void measure_plans(const opts_t *o, pcoll_t *ctx, const layers_t *m, pcoll_fusion_plan_t **pl, double *meas)
+{
+    int L = m->prof.nlayers, ns = o->ns;
+    long iters = o->iters;
+    size_t count = m->total / 4 + 1;
+    size_t *off = malloc(sizeof(size_t) * (size_t)L), *cnt = malloc(sizeof(size_t) * (size_t)L);
+    float *grad = calloc(count, sizeof(float));
+    double *ready = malloc(sizeof(double) * (size_t)L), *times = malloc(sizeof(double) * (size_t)(ns * iters));
+    if (!off || !cnt || !grad || !ready || !times) {
+        fprintf(stderr, "%s: out of memory for %zu bytes of gradients\n", prog, m->total);
+        MPI_Abort(MPI_COMM_WORLD, 1);
     }
-
-    /* plans, and what they predict */
-    pcoll_fusion_plan_t *pl[MAXS];
-    double ref_w = NAN, ref_s = NAN;
-    pcoll_fusion_spec_t ws = {PCOLL_FUSION_WFBP, 0}, ss = {PCOLL_FUSION_SINGLE, 0};
-    pcoll_fusion_plan_t *tmp;
-    if (pcoll_fusion_plan_create(&prof, &model, &ws, &tmp) != PCOLL_SUCCESS) die_pcoll(prog, "plan");
-    ref_w = tmp->iter_us;
-    pcoll_fusion_plan_free(&tmp);
-    if (pcoll_fusion_plan_create(&prof, &model, &ss, &tmp) != PCOLL_SUCCESS) die_pcoll(prog, "plan");
-    ref_s = tmp->iter_us;
-    pcoll_fusion_plan_free(&tmp);
+    size_t at = 0;
+    for (int l = 0; l < L; l++) {
+        off[l] = at;
+        cnt[l] = m->bytes[l] / 4; /* float32 gradients */
+        at += cnt[l];
+    }
+    double t = m->prof.forward_us;
+    for (int l = L - 1; l >= 0; l--) ready[l] = t += m->col[1][l];
+    pcoll_fusion_t *f[MAXS];
     for (int k = 0; k < ns; k++)
-        if (pcoll_fusion_plan_create(&prof, &model, &spec[k], &pl[k]) != PCOLL_SUCCESS) die_pcoll(prog, names[k]);
-
-    /* measured: the strategies take turns */
-    double meas[MAXS];
-    for (int k = 0; k < ns; k++) meas[k] = NAN;
-    if (measure) {
-        size_t count = total / 4 + 1;
-        size_t *off = malloc(sizeof(size_t) * (size_t)L), *cnt = malloc(sizeof(size_t) * (size_t)L);
-        float *grad = calloc(count, sizeof(float));
-        double *ready = malloc(sizeof(double) * (size_t)L), *times = malloc(sizeof(double) * (size_t)(ns * iters));
-        if (!off || !cnt || !grad || !ready || !times) {
-            fprintf(stderr, "%s: out of memory for %zu bytes of gradients\n", prog, total);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        size_t at = 0;
-        for (int l = 0; l < L; l++) {
-            off[l] = at;
-            cnt[l] = bytes[l] / 4; /* float32 gradients */
-            at += cnt[l];
-        }
-        double t = prof.forward_us;
-        for (int l = L - 1; l >= 0; l--) ready[l] = t += col[1][l];
-        pcoll_fusion_t *f[MAXS];
-        for (int k = 0; k < ns; k++)
-            if (pcoll_fusion_create(ctx, NULL, 0, grad, PCOLL_FLOAT32, PCOLL_SUM, off, cnt, pl[k], &f[k]) !=
-                PCOLL_SUCCESS)
-                die_pcoll(prog, "pcoll_fusion_create");
-        for (long it = -warmup; it < iters; it++)
-            for (int k = 0; k < ns; k++) {
-                MPI_Barrier(MPI_COMM_WORLD);
-                double t0 = mono_us();
-                for (int l = L - 1; l >= 0; l--) {
-                    sleep_until(t0 + ready[l]);
-                    if (pcoll_fusion_ready(f[k], l) != PCOLL_SUCCESS) die_pcoll(prog, "pcoll_fusion_ready");
-                }
-                if (pcoll_fusion_wait(f[k]) != PCOLL_SUCCESS) die_pcoll(prog, "pcoll_fusion_wait");
-                double dt = mono_us() - t0, slow;
-                MPI_Allreduce(&dt, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-                if (it >= 0) times[k * iters + it] = slow;
-            }
+        if (pcoll_fusion_create(ctx, NULL, 0, grad, PCOLL_FLOAT32, PCOLL_SUM, off, cnt, pl[k], &f[k]) != PCOLL_SUCCESS)
+            die_pcoll(prog, "pcoll_fusion_create");
+    for (long it = -o->warmup; it < iters; it++)
         for (int k = 0; k < ns; k++) {
-            meas[k] = tool_median(times + k * iters, (size_t)iters);
-            pcoll_fusion_free(&f[k]);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = mono_us();
+            for (int l = L - 1; l >= 0; l--) {
+                sleep_until(t0 + ready[l]);
+                if (pcoll_fusion_ready(f[k], l) != PCOLL_SUCCESS) die_pcoll(prog, "pcoll_fusion_ready");
+            }
+            if (pcoll_fusion_wait(f[k]) != PCOLL_SUCCESS) die_pcoll(prog, "pcoll_fusion_wait");
+            double dt = mono_us() - t0, slow;
+            MPI_Allreduce(&dt, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            if (it >= 0) times[k * iters + it] = slow;
         }
-        free(off);
-        free(cnt);
-        free(grad);
-        free(ready);
-        free(times);
-    }
-    double mw = NAN, msg = NAN; /* measured wfbp and single, if they ran */
     for (int k = 0; k < ns; k++) {
-        if (spec[k].strategy == PCOLL_FUSION_WFBP) mw = meas[k];
-        if (spec[k].strategy == PCOLL_FUSION_SINGLE) msg = meas[k];
+        meas[k] = tool_median(times + k * iters, (size_t)iters);
+        pcoll_fusion_free(&f[k]);
     }
+    free(off);
+    free(cnt);
+    free(grad);
+    free(ready);
+    free(times);
+}
 
-    if (rank == 0 && !json) {
-        printf("%-14s %8s %12s %11s %11s %10s %10s", "strategy", "buckets", "predicted_ms", "exposed_ms", "vs_wfbp",
-               "vs_single", "comm_ms");
-        if (measure) printf(" %12s %10s %10s", "measured_ms", "meas/pred", "m_vs_wfbp");
-        printf("\n");
+/* what every row compares with */
+typedef struct refs {
+    double wfbp, single;     /* predicted */
+    double m_wfbp, m_single; /* measured, if they ran (else NAN) */
+    const char *cost;
+    const pcoll_cost_model_t *model;
+} refs_t;
+
+static void json_row(const opts_t *o, int size, int L, const char *nm, const pcoll_fusion_plan_t *pl, double meas,
+                     const refs_t *r)
+{
+    tool_json_t j;
+    tool_json_begin(&j);
+    tool_json_str(&j, "bench", "fusion");
+    tool_json_str(&j, "strategy", nm);
+    tool_json_int(&j, "ranks", size);
+    tool_json_int(&j, "layers", L);
+    tool_json_int(&j, "buckets", pl->nbuckets);
+    tool_json_num(&j, "predicted_iter_us", pl->iter_us);
+    tool_json_num(&j, "compute_us", pl->compute_us);
+    tool_json_num(&j, "comm_us", pl->comm_us);
+    tool_json_num(&j, "exposed_us", pl->exposed_us);
+    tool_json_num(&j, "speedup_vs_wfbp", r->wfbp / pl->iter_us);
+    tool_json_num(&j, "speedup_vs_single", r->single / pl->iter_us);
+    tool_json_num(&j, "model_a_us", r->model->a_us);
+    tool_json_num(&j, "model_b_us", r->model->b_us);
+    tool_json_str(&j, "cost", r->cost);
+    if (o->measure) {
+        tool_json_num(&j, "measured_iter_us", meas);
+        tool_json_num(&j, "measured_over_predicted", meas / pl->iter_us);
+        if (!isnan(r->m_wfbp)) tool_json_num(&j, "measured_speedup_vs_wfbp", r->m_wfbp / meas);
+        if (!isnan(r->m_single)) tool_json_num(&j, "measured_speedup_vs_single", r->m_single / meas);
     }
-    for (int k = 0; k < ns && rank == 0; k++) {
+    tool_json_end(&j, stdout);
+}
+
+static void text_row(const opts_t *o, const char *nm, const pcoll_fusion_plan_t *pl, double meas, const refs_t *r)
+{
+    printf("%-14s %8d %12.2f %11.2f %10.2fx %9.2fx %10.2f", nm, pl->nbuckets, pl->iter_us / 1e3, pl->exposed_us / 1e3,
+           r->wfbp / pl->iter_us, r->single / pl->iter_us, pl->comm_us / 1e3);
+    if (o->measure) {
+        printf(" %12.2f %10.3f", meas / 1e3, meas / pl->iter_us);
+        if (!isnan(r->m_wfbp))
+            printf(" %9.2fx", r->m_wfbp / meas);
+        else
+            printf(" %10s", "-");
+    }
+    printf("\n");
+}
+
+static void print_header(const opts_t *o, const layers_t *m, const pcoll_cost_model_t *model, const char *cost,
+                         int size)
+{
+    printf("# pcoll-bench fusion: %s, %d layers, %.1f MB of gradients, forward %.1f ms, backward %.1f ms; %d ranks\n",
+           o->profile, m->prof.nlayers, m->total / 1e6, m->prof.forward_us / 1e3, m->backward_us / 1e3, size);
+    printf("# model (%s): T(M) = %.2f us + %.6f us/B x M", o->model_text ? "given" : o->table ? o->table : "calibrated",
+           model->a_us, model->b_us);
+    if (model->nsamples)
+        printf(" (%d sizes; rms %.1f us, worst %.1f%%); piecewise %d segments (rms %.1f us, worst %.1f%%)",
+               model->nsamples, model->linear_rms_us, 100 * model->linear_max_rel, model->nsegments,
+               model->piecewise_rms_us, 100 * model->piecewise_max_rel);
+    printf("; the planner uses the %s model\n", cost);
+    printf("%-14s %8s %12s %11s %11s %10s %10s", "strategy", "buckets", "predicted_ms", "exposed_ms", "vs_wfbp",
+           "vs_single", "comm_ms");
+    if (o->measure) printf(" %12s %10s %10s", "measured_ms", "meas/pred", "m_vs_wfbp");
+    printf("\n");
+}
+
+int bench_fusion(int argc, char **argv, int rank, int size)
+{
+    opts_t o;
+    if (parse_flags(argc, argv, rank, &o)) return 0;
+    layers_t m;
+    read_profile(&o, &m);
+    pcoll_t *ctx = tool_pcoll_init();
+    pcoll_cost_model_t model;
+    get_model(&o, ctx, m.total, &model);
+    refs_t r = {.wfbp = predicted_us(&m, &model, PCOLL_FUSION_WFBP),
+                .single = predicted_us(&m, &model, PCOLL_FUSION_SINGLE),
+                .m_wfbp = NAN,
+                .m_single = NAN,
+                .cost = model.piecewise ? "piecewise" : "linear",
+                .model = &model};
+    pcoll_fusion_plan_t *pl[MAXS];
+    for (int k = 0; k < o.ns; k++)
+        if (pcoll_fusion_plan_create(&m.prof, &model, &o.spec[k], &pl[k]) != PCOLL_SUCCESS)
+            die_pcoll(prog, o.names[k]);
+    double meas[MAXS];
+    for (int k = 0; k < o.ns; k++) meas[k] = NAN;
+    if (o.measure) measure_plans(&o, ctx, &m, pl, meas);
+    for (int k = 0; k < o.ns; k++) {
+        if (o.spec[k].strategy == PCOLL_FUSION_WFBP) r.m_wfbp = meas[k];
+        if (o.spec[k].strategy == PCOLL_FUSION_SINGLE) r.m_single = meas[k];
+    }
+    if (rank == 0 && !o.json) print_header(&o, &m, &model, r.cost, size);
+    for (int k = 0; k < o.ns && rank == 0; k++) {
         char nm[64];
-        pcoll_fusion_spec_name(&spec[k], nm, sizeof nm);
-        if (json) {
-            tool_json_t j;
-            tool_json_begin(&j);
-            tool_json_str(&j, "bench", "fusion");
-            tool_json_str(&j, "strategy", nm);
-            tool_json_int(&j, "ranks", size);
-            tool_json_int(&j, "layers", L);
-            tool_json_int(&j, "buckets", pl[k]->nbuckets);
-            tool_json_num(&j, "predicted_iter_us", pl[k]->iter_us);
-            tool_json_num(&j, "compute_us", pl[k]->compute_us);
-            tool_json_num(&j, "comm_us", pl[k]->comm_us);
-            tool_json_num(&j, "exposed_us", pl[k]->exposed_us);
-            tool_json_num(&j, "speedup_vs_wfbp", ref_w / pl[k]->iter_us);
-            tool_json_num(&j, "speedup_vs_single", ref_s / pl[k]->iter_us);
-            tool_json_num(&j, "model_a_us", model.a_us);
-            tool_json_num(&j, "model_b_us", model.b_us);
-            tool_json_str(&j, "cost", cost_name);
-            if (measure) {
-                tool_json_num(&j, "measured_iter_us", meas[k]);
-                tool_json_num(&j, "measured_over_predicted", meas[k] / pl[k]->iter_us);
-                if (!isnan(mw)) tool_json_num(&j, "measured_speedup_vs_wfbp", mw / meas[k]);
-                if (!isnan(msg)) tool_json_num(&j, "measured_speedup_vs_single", msg / meas[k]);
-            }
-            tool_json_end(&j, stdout);
-        } else {
-            printf("%-14s %8d %12.2f %11.2f %10.2fx %9.2fx %10.2f", nm, pl[k]->nbuckets, pl[k]->iter_us / 1e3,
-                   pl[k]->exposed_us / 1e3, ref_w / pl[k]->iter_us, ref_s / pl[k]->iter_us, pl[k]->comm_us / 1e3);
-            if (measure) {
-                printf(" %12.2f %10.3f", meas[k] / 1e3, meas[k] / pl[k]->iter_us);
-                if (!isnan(mw))
-                    printf(" %9.2fx", mw / meas[k]);
-                else
-                    printf(" %10s", "-");
-            }
-            printf("\n");
-        }
+        pcoll_fusion_spec_name(&o.spec[k], nm, sizeof nm);
+        if (o.json)
+            json_row(&o, size, m.prof.nlayers, nm, pl[k], meas[k], &r);
+        else
+            text_row(&o, nm, pl[k], meas[k], &r);
     }
-    for (int k = 0; k < ns; k++) pcoll_fusion_plan_free(&pl[k]);
+    for (int k = 0; k < o.ns; k++) pcoll_fusion_plan_free(&pl[k]);
     pcoll_finalize(&ctx);
-    free(bytes);
-    free(col[0]);
-    free(col[1]);
+    free(m.bytes);
+    free(m.col[0]);
+    free(m.col[1]);
     return 0;
 }

@@ -51,13 +51,20 @@ typedef struct run {
     int32_t *lb;    /* the batch's labels */
     size_t *order;  /* shuffled indices into the shard */
     exchange_t *ex;
-    float *snapshots; /* rank 0: nsnap x nparams */
-    size_t nsnap;
+    float *snapshots; /* rank 0: snap_cap x nparams, nsnap taken */
+    size_t nsnap, snap_cap;
     long *snap_epoch; /* the epoch index (0-based) of each snapshot */
     double *loss_sum, *loss_cnt; /* per epoch, this rank */
     /* --fusion: each layer's place in the gradient, and the plan */
     size_t *layer_off, *layer_cnt;
     pcoll_fusion_plan_t *plan;
+    /* the schedule, the same at every rank */
+    long epochs, steps_per_epoch;
+    uint64_t total_steps;
+    /* where training stands */
+    uint64_t step, executed; /* iterations; steps this rank computed */
+    double compute_s, sleep_s, exchange_s;
+    float *before_sync; /* the model before the final synchronization */
 } run_t;
 
 /* Every rank learns whether the setup succeeded everywhere; if not, every rank
@@ -114,6 +121,7 @@ static void run_free(run_t *r)
     free(r->lb);
     free(r->order);
     free(r->snapshots);
+    free(r->before_sync);
     free(r->snap_epoch);
     free(r->loss_sum);
     free(r->loss_cnt);
@@ -229,7 +237,7 @@ static int plan_fusion(run_t *r, pcoll_t *ctx, train_result_t *res)
         while (top < r->model->nparams * sizeof(float)) top *= 2;
         rc = exchange_calibrate(o->algo, MPI_COMM_WORLD, ctx, top, &model);
     }
-    pcoll_fusion_profile_t prof = {L, bytes, tb, tf};
+    pcoll_fusion_profile_t prof = {.nlayers = L, .bytes = bytes, .backward_us = tb, .forward_us = tf};
     if (rc == 0 && pcoll_fusion_plan_create(&prof, &model, &spec, &r->plan) != PCOLL_SUCCESS)
         rc = tr_fail("--fusion: %s", pcoll_last_error());
     /* a step is the plan's iteration (forward, backward, exchanges) and the
@@ -349,12 +357,13 @@ static int alloc_records(run_t *r, long epochs)
     r->loss_cnt = calloc((size_t)epochs, sizeof *r->loss_cnt);
     if (!r->loss_sum || !r->loss_cnt) return tr_fail("out of memory for %ld epoch records", epochs);
     if (r->rank != 0) return 0;
-    r->nsnap = (size_t)(epochs / r->o.eval_every + (epochs % r->o.eval_every ? 1 : 0));
+    r->snap_cap = (size_t)(epochs / r->o.eval_every + (epochs % r->o.eval_every ? 1 : 0));
+    r->nsnap = 0;
     const size_t n = r->model->nparams;
-    if (r->nsnap > SIZE_MAX / n)
-        return tr_fail("%zu snapshots of %zu parameters do not fit in memory (raise --eval-every)", r->nsnap, n);
-    r->snapshots = tr_alloc_floats(r->nsnap * n, "model snapshots (raise --eval-every to keep fewer)");
-    r->snap_epoch = calloc(r->nsnap, sizeof *r->snap_epoch);
+    if (r->snap_cap > SIZE_MAX / n)
+        return tr_fail("%zu snapshots of %zu parameters do not fit in memory (raise --eval-every)", r->snap_cap, n);
+    r->snapshots = tr_alloc_floats(r->snap_cap * n, "model snapshots (raise --eval-every to keep fewer)");
+    r->snap_epoch = calloc(r->snap_cap, sizeof *r->snap_epoch);
     if (!r->snapshots) return -1;
     if (!r->snap_epoch) return tr_fail("out of memory");
     return 0;
@@ -465,6 +474,222 @@ static void evaluate_snapshots(run_t *r, train_result_t *res)
     }
 }
 
+/* The setup: options, data, model, records, plan and exchange; every
+ * failure is agreed on (every rank returns -1). */
+static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
+{
+    const train_opts_t *o = &r->o;
+    int ok = check_opts(o) == 0;
+    ok = ok && (!o->gemm || gemm_select_kernel(o->gemm) == 0);
+    ok = ok && imbalance_parse(o->imbalance ? o->imbalance : "none", o->seed, &r->imb) == 0;
+    ok = ok && imbalance_check(&r->imb, r->nranks) == 0;
+    ok = ok && load_data(r) == 0;
+    ok = ok && build_model(r) == 0;
+    if (agree(r, ok)) return -1;
+    /* every rank runs the same number of steps per epoch (collectives must
+       match): as many full batches as the smallest shard holds */
+    long spe = (long)(r->train.n / o->batch), min_spe = 0;
+    check_mpi(MPI_Allreduce(&spe, &min_spe, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce", r->rank);
+    if (min_spe < 1) {
+        tr_fail("--batch %zu is larger than the smallest shard of training data (%zu samples at rank %d)", o->batch,
+                r->train.n, r->rank);
+        ok = 0;
+    }
+    long epochs = o->epochs;
+    if (ok && o->max_steps > 0 && (o->max_steps + min_spe - 1) / min_spe < epochs)
+        epochs = (o->max_steps + min_spe - 1) / min_spe;
+    r->epochs = epochs;
+    r->steps_per_epoch = min_spe;
+    r->total_steps = (uint64_t)epochs * (uint64_t)min_spe;
+    if (o->max_steps > 0 && (uint64_t)o->max_steps < r->total_steps) r->total_steps = (uint64_t)o->max_steps;
+    ok = ok && alloc_records(r, epochs) == 0;
+    if (agree(r, ok)) return -1;
+    if (o->fusion && agree(r, plan_fusion(r, ctx, res) == 0)) return -1;
+    exchange_config_t xc = {o->algo, r->model->nparams, o->sync_every, o->seed, MPI_COMM_WORLD, ctx,
+                            r->plan, r->grad, r->layer_off, r->layer_cnt};
+    if (agree(r, exchange_create(&xc, &r->ex) == 0)) return -1;
+    return 0;
+}
+
+/* One step: a batch's gradient, the imbalance's sleep, the exchange. */
+static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_stats_t *st)
+{
+    const train_opts_t *o = &r->o;
+    double ta = MPI_Wtime();
+    mlp_batch_t mb;
+    gather_batch(r, (size_t)*b, &mb);
+    /* with buckets, each layer's gradient is handed over as backprop
+       completes it (its allreduce may start at once) */
+    double loss = exchange_wants_layers(r->ex)
+                      ? mlp_loss_grad_hooked(r->model, r->params, r->work, &mb, r->grad, layer_done, r)
+                      : mlp_loss_grad(r->model, r->params, r->work, &mb, r->grad);
+    const double lr = lr_at(o, r->step, r->total_steps);
+    /* a model exchange averages the model after a local step */
+    if (exchange_averages_models(r->ex))
+        sgd_step(r->params, r->velocity, r->grad, r->model->nparams, (float)lr, (float)o->momentum);
+    double tb = MPI_Wtime();
+    double delay = imbalance_delay_ms(&r->imb, r->rank, r->nranks, r->step, (tb - ta) * 1e3);
+    sleep_ms(delay);
+    double tc = MPI_Wtime();
+    exchange_info_t info;
+    const float *in = exchange_averages_models(r->ex) ? r->params : r->grad;
+    if (exchange_step(r->ex, in, r->update, &info)) fatal(r->rank);
+    double td = MPI_Wtime();
+    apply_delivery(r, &info, lr, st);
+    r->loss_sum[e] += loss;
+    r->loss_cnt[e] += 1;
+    st->compute_s += tb - ta;
+    st->sleep_s += tc - tb;
+    st->exchange_s += td - tc;
+    st->steps++;
+    r->step++;
+    /* Partial Reduce: the group's members continue from its largest
+       iteration, so a slow rank that averaged with faster ones skips the
+       steps they took (and its shard's batches there) */
+    if (info.iteration > r->step) {
+        r->step = info.iteration < r->total_steps ? info.iteration : r->total_steps;
+        *b = (long)(r->step - epoch_first) - 1;
+    }
+}
+
+/* After the last epoch: partial modes' synchronous round takes every
+ * pending gradient (or averages every model).  The models before it are
+ * compared after it: a collective now could wait for a rank whose last
+ * call waits for a synchronous round that needs this one. */
+static void finish_exchange(run_t *r, train_result_t *res)
+{
+    r->before_sync = malloc(r->model->nparams * sizeof *r->before_sync);
+    if (!r->before_sync) {
+        tr_fail("out of memory");
+        fatal(r->rank);
+    }
+    memcpy(r->before_sync, r->params, r->model->nparams * sizeof *r->before_sync);
+    exchange_info_t info;
+    if (exchange_finish(r->ex, r->params, r->update, &info)) fatal(r->rank);
+    res->exchange_stats = *exchange_get_stats(r->ex);
+    if (info.rounds > 0) {
+        epoch_stats_t fst;
+        memset(&fst, 0, sizeof fst);
+        apply_delivery(r, &info, lr_at(&r->o, r->step, r->total_steps), &fst);
+        res->flush_rounds = info.rounds;
+        res->rounds_delivered += info.rounds;
+    }
+}
+
+/* rank 0: epoch e's record, and a snapshot of the model to evaluate */
+static void record_epoch(run_t *r, train_result_t *res, long e, const epoch_stats_t *st, double t0, double epoch_t0,
+                         double t)
+{
+    epoch_record_t *rec = &res->epochs[e];
+    rec->epoch = e + 1;
+    rec->elapsed_s = t - t0;
+    rec->steps = r->step;
+    rec->epoch_steps = st->steps;
+    rec->steps_per_s = t > epoch_t0 ? (double)st->steps / (t - epoch_t0) : NAN;
+    rec->rounds = st->rounds;
+    rec->empty_steps = st->empty;
+    rec->mean_active = st->delivered ? (double)st->active_sum / (double)st->delivered : NAN;
+    double ns = st->steps ? (double)st->steps : NAN;
+    rec->compute_ms = st->compute_s * 1e3 / ns;
+    rec->sleep_ms = st->sleep_s * 1e3 / ns;
+    rec->exchange_ms = st->exchange_s * 1e3 / ns;
+    rec->test_accuracy = rec->test_loss = rec->val_mse = NAN;
+    if ((e + 1) % r->o.eval_every == 0 || e + 1 == r->epochs) {
+        /* a copy now, evaluated after training (untimed) */
+        memcpy(r->snapshots + r->nsnap * r->model->nparams, r->params, r->model->nparams * sizeof *r->params);
+        r->snap_epoch[r->nsnap++] = e;
+    }
+}
+
+/* The epochs; returns the wall time. */
+static double train_epochs(run_t *r, train_result_t *res)
+{
+    check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r->rank);
+    const double t0 = MPI_Wtime();
+    double epoch_t0 = t0;
+    for (long e = 0; e < r->epochs; e++) {
+        epoch_stats_t st;
+        memset(&st, 0, sizeof st);
+        shuffle(r, e);
+        /* a dynamic-group exchange may move this rank ahead: it resumes at
+           the batch its iteration count stands for, and an epoch it skipped
+           whole has no steps */
+        const uint64_t epoch_first = (uint64_t)e * (uint64_t)r->steps_per_epoch;
+        for (long b = r->step > epoch_first ? (long)(r->step - epoch_first) : 0; b < r->steps_per_epoch; b++) {
+            if (r->step >= r->total_steps) break;
+            train_step(r, e, &b, epoch_first, &st);
+        }
+        const int last = e + 1 == r->epochs;
+        if (r->o.model_sync_epochs > 0 && (e + 1) % r->o.model_sync_epochs == 0 && !last) average_models(r);
+        if (last) finish_exchange(r, res);
+        res->rounds_delivered += st.rounds;
+        const double t = MPI_Wtime();
+        r->executed += st.steps;
+        r->compute_s += st.compute_s;
+        r->sleep_s += st.sleep_s;
+        r->exchange_s += st.exchange_s;
+        if (r->rank == 0) record_epoch(r, res, e, &st, t0, epoch_t0, t);
+        epoch_t0 = t;
+    }
+    return MPI_Wtime() - t0;
+}
+
+/* rank 0: the first evaluated epoch that reached the target */
+static double time_to_target(const run_t *r, const train_result_t *res)
+{
+    if (isnan(r->o.target)) return NAN;
+    for (long e = 0; e < r->epochs; e++) {
+        const epoch_record_t *rec = &res->epochs[e];
+        if (!rec->evaluated) continue;
+        if (r->o.task == TASK_FMNIST ? rec->test_accuracy >= r->o.target : rec->val_mse <= r->o.target)
+            return rec->elapsed_s;
+    }
+    return NAN;
+}
+
+/* After training: the models' agreement, the losses and times over the
+ * ranks (collective), the evaluation (rank 0). */
+static void summarize(run_t *r, train_result_t *res, double wall)
+{
+    long epochs = r->epochs;
+    res->model_max_diff = model_max_diff(r, r->params);
+    res->model_max_diff_before_sync = model_max_diff(r, r->before_sync ? r->before_sync : r->params);
+    double *tmp = calloc((size_t)epochs * 2, sizeof *tmp);
+    if (!tmp) {
+        tr_fail("out of memory");
+        fatal(r->rank);
+    }
+    check_mpi(MPI_Reduce(r->loss_sum, tmp, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce",
+              r->rank);
+    check_mpi(MPI_Reduce(r->loss_cnt, tmp + epochs, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce",
+              r->rank);
+    double mine[4] = {r->compute_s, r->sleep_s, r->exchange_s, (double)r->executed}, all[4] = {0, 0, 0, 0};
+    check_mpi(MPI_Reduce(mine, all, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r->rank);
+    res->steps = r->step;
+    res->steps_executed = r->executed;
+    res->wall_s = wall;
+    res->steps_per_s = wall > 0 ? (double)r->step / wall : NAN;
+    res->test_accuracy = res->test_loss = res->val_mse = res->time_to_target_s = NAN;
+    if (r->rank == 0) {
+        for (long e = 0; e < epochs; e++)
+            res->epochs[e].train_loss = tmp[epochs + e] > 0 ? tmp[e] / tmp[epochs + e] : NAN;
+        res->final_loss = res->epochs[epochs - 1].train_loss;
+        /* per step computed (a dynamic-group exchange skips some) */
+        double nsteps = all[3] > 0 ? all[3] : NAN;
+        res->compute_ms = all[0] * 1e3 / nsteps;
+        res->sleep_ms = all[1] * 1e3 / nsteps;
+        res->exchange_ms = all[2] * 1e3 / nsteps;
+        res->gflops = mlp_flops_per_sample(r->model) * (double)r->o.batch * nsteps / all[0] / 1e9;
+        evaluate_snapshots(r, res);
+        const epoch_record_t *fin = &res->epochs[epochs - 1];
+        res->test_accuracy = fin->test_accuracy;
+        res->test_loss = fin->test_loss;
+        res->val_mse = fin->val_mse;
+        res->time_to_target_s = time_to_target(r, res);
+    }
+    free(tmp);
+}
+
 int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
 {
     run_t r;
@@ -474,223 +699,25 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &r.nranks), "MPI_Comm_size", r.rank);
     r.o = *opts;
     train_opts_resolve(&r.o);
-    const train_opts_t *o = &r.o;
-
-    /* ---- setup: every failure here is agreed on, and every rank returns -1 ---- */
-    int ok = check_opts(o) == 0;
-    ok = ok && (!o->gemm || gemm_select_kernel(o->gemm) == 0);
-    ok = ok && imbalance_parse(o->imbalance ? o->imbalance : "none", o->seed, &r.imb) == 0;
-    ok = ok && imbalance_check(&r.imb, r.nranks) == 0;
-    ok = ok && load_data(&r) == 0;
-    ok = ok && build_model(&r) == 0;
-    if (agree(&r, ok)) {
+    if (setup(&r, ctx, res) != 0) {
         run_free(&r);
         return -1;
     }
-    /* every rank runs the same number of steps per epoch (collectives must
-       match): as many full batches as the smallest shard holds */
-    long spe = (long)(r.train.n / o->batch), min_spe = 0;
-    check_mpi(MPI_Allreduce(&spe, &min_spe, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce", r.rank);
-    if (min_spe < 1) {
-        tr_fail("--batch %zu is larger than the smallest shard of training data (%zu samples at rank %d)", o->batch,
-                r.train.n, r.rank);
-        ok = 0;
-    }
-    long epochs = o->epochs;
-    if (ok && o->max_steps > 0 && (o->max_steps + min_spe - 1) / min_spe < epochs)
-        epochs = (o->max_steps + min_spe - 1) / min_spe;
-    uint64_t total_steps = (uint64_t)epochs * (uint64_t)min_spe;
-    if (o->max_steps > 0 && (uint64_t)o->max_steps < total_steps) total_steps = (uint64_t)o->max_steps;
-    ok = ok && alloc_records(&r, epochs) == 0;
-    if (agree(&r, ok)) {
-        run_free(&r);
-        return -1;
-    }
-    if (o->fusion) {
-        ok = plan_fusion(&r, ctx, res) == 0;
-        if (agree(&r, ok)) {
-            run_free(&r);
-            return -1;
-        }
-    }
-    exchange_config_t xc = {o->algo, r.model->nparams, o->sync_every, o->seed, MPI_COMM_WORLD, ctx,
-                            r.plan, r.grad, r.layer_off, r.layer_cnt};
-    ok = exchange_create(&xc, &r.ex) == 0;
-    if (agree(&r, ok)) {
-        run_free(&r);
-        return -1;
-    }
-
     res->opts = r.o;
     res->ranks = r.nranks;
     mlp_describe(r.model, res->model, sizeof res->model);
     res->nparams = r.model->nparams;
     snprintf(res->imbalance, sizeof res->imbalance, "%s", r.imb.spec);
     res->gemm_kernel = gemm_kernel_name();
-    res->nepochs = (size_t)epochs;
-    res->epochs = calloc((size_t)epochs, sizeof *res->epochs);
+    res->nepochs = (size_t)r.epochs;
+    res->epochs = calloc((size_t)r.epochs, sizeof *res->epochs);
     if (!res->epochs) {
         tr_fail("out of memory");
         fatal(r.rank);
     }
-
-    /* ---- training ---- */
-    double tot_compute = 0, tot_sleep = 0, tot_exchange = 0;
-    uint64_t step = 0, executed = 0; /* iterations; steps this rank computed */
-    size_t nsnap = 0;
-    float *before_sync = NULL; /* the model before the final synchronization */
-    check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r.rank);
-    const double t0 = MPI_Wtime();
-    double epoch_t0 = t0;
-    for (long e = 0; e < epochs; e++) {
-        epoch_stats_t st;
-        memset(&st, 0, sizeof st);
-        shuffle(&r, e);
-        /* a dynamic-group exchange may move this rank ahead (below): it
-           resumes at the batch its iteration count stands for, and an
-           epoch it skipped whole has no steps */
-        const uint64_t epoch_first = (uint64_t)e * (uint64_t)min_spe;
-        for (long b = step > epoch_first ? (long)(step - epoch_first) : 0; b < min_spe; b++) {
-            if (step >= total_steps) break;
-            double ta = MPI_Wtime();
-            mlp_batch_t mb;
-            gather_batch(&r, (size_t)b, &mb);
-            /* with buckets, each layer's gradient is handed over as backprop
-               completes it (its allreduce may start at once) */
-            double loss = exchange_wants_layers(r.ex)
-                              ? mlp_loss_grad_hooked(r.model, r.params, r.work, &mb, r.grad, layer_done, &r)
-                              : mlp_loss_grad(r.model, r.params, r.work, &mb, r.grad);
-            const double lr = lr_at(o, step, total_steps);
-            /* a model exchange averages the model after a local step */
-            if (exchange_averages_models(r.ex))
-                sgd_step(r.params, r.velocity, r.grad, r.model->nparams, (float)lr, (float)o->momentum);
-            double tb = MPI_Wtime();
-            double delay = imbalance_delay_ms(&r.imb, r.rank, r.nranks, step, (tb - ta) * 1e3);
-            sleep_ms(delay);
-            double tc = MPI_Wtime();
-            exchange_info_t info;
-            const float *in = exchange_averages_models(r.ex) ? r.params : r.grad;
-            if (exchange_step(r.ex, in, r.update, &info)) fatal(r.rank);
-            double td = MPI_Wtime();
-            apply_delivery(&r, &info, lr, &st);
-            r.loss_sum[e] += loss;
-            r.loss_cnt[e] += 1;
-            st.compute_s += tb - ta;
-            st.sleep_s += tc - tb;
-            st.exchange_s += td - tc;
-            st.steps++;
-            step++;
-            /* Partial Reduce: the group's members continue from its largest
-               iteration, so a slow rank that averaged with faster ones
-               skips the steps they took (and its shard's batches there) */
-            if (info.iteration > step) {
-                step = info.iteration < total_steps ? info.iteration : total_steps;
-                b = (long)(step - epoch_first) - 1;
-            }
-        }
-        const int last = e + 1 == epochs;
-        if (o->model_sync_epochs > 0 && (e + 1) % o->model_sync_epochs == 0 && !last) average_models(&r);
-        if (last) {
-            /* partial modes: a synchronous round takes every pending gradient
-               (or averages every model).  The models before it are compared
-               after it: a collective now could wait for a rank whose last
-               call waits for a synchronous round that needs this one */
-            before_sync = malloc(r.model->nparams * sizeof *before_sync);
-            if (!before_sync) {
-                tr_fail("out of memory");
-                fatal(r.rank);
-            }
-            memcpy(before_sync, r.params, r.model->nparams * sizeof *before_sync);
-            exchange_info_t info;
-            if (exchange_finish(r.ex, r.params, r.update, &info)) fatal(r.rank);
-            res->exchange_stats = *exchange_get_stats(r.ex);
-            if (info.rounds > 0) {
-                epoch_stats_t fst;
-                memset(&fst, 0, sizeof fst);
-                apply_delivery(&r, &info, lr_at(o, step, total_steps), &fst);
-                res->flush_rounds = info.rounds;
-                res->rounds_delivered += info.rounds;
-            }
-        }
-        res->rounds_delivered += st.rounds;
-        const double t = MPI_Wtime();
-        executed += st.steps;
-        tot_compute += st.compute_s;
-        tot_sleep += st.sleep_s;
-        tot_exchange += st.exchange_s;
-        if (r.rank == 0) {
-            epoch_record_t *rec = &res->epochs[e];
-            rec->epoch = e + 1;
-            rec->elapsed_s = t - t0;
-            rec->steps = step;
-            rec->epoch_steps = st.steps;
-            rec->steps_per_s = t > epoch_t0 ? (double)st.steps / (t - epoch_t0) : NAN;
-            rec->rounds = st.rounds;
-            rec->empty_steps = st.empty;
-            rec->mean_active = st.delivered ? (double)st.active_sum / (double)st.delivered : NAN;
-            double ns = st.steps ? (double)st.steps : NAN;
-            rec->compute_ms = st.compute_s * 1e3 / ns;
-            rec->sleep_ms = st.sleep_s * 1e3 / ns;
-            rec->exchange_ms = st.exchange_s * 1e3 / ns;
-            rec->test_accuracy = rec->test_loss = rec->val_mse = NAN;
-            if ((e + 1) % o->eval_every == 0 || last) {
-                /* a copy now, evaluated after training (untimed) */
-                memcpy(r.snapshots + nsnap * r.model->nparams, r.params, r.model->nparams * sizeof *r.params);
-                r.snap_epoch[nsnap++] = e;
-            }
-        }
-        epoch_t0 = t;
-    }
-    const double wall = MPI_Wtime() - t0;
+    double wall = train_epochs(&r, res);
     if (exchange_free(&r.ex)) fatal(r.rank);
-
-    /* ---- after training: agreement, statistics, evaluation ---- */
-    res->model_max_diff = model_max_diff(&r, r.params);
-    res->model_max_diff_before_sync = model_max_diff(&r, before_sync ? before_sync : r.params);
-    free(before_sync);
-    double *tmp = calloc((size_t)epochs * 2, sizeof *tmp);
-    if (!tmp) {
-        tr_fail("out of memory");
-        fatal(r.rank);
-    }
-    check_mpi(MPI_Reduce(r.loss_sum, tmp, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r.rank);
-    check_mpi(MPI_Reduce(r.loss_cnt, tmp + epochs, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce",
-              r.rank);
-    double mine[4] = {tot_compute, tot_sleep, tot_exchange, (double)executed}, all[4] = {0, 0, 0, 0};
-    check_mpi(MPI_Reduce(mine, all, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r.rank);
-    res->steps = step;
-    res->steps_executed = executed;
-    res->wall_s = wall;
-    res->steps_per_s = wall > 0 ? (double)step / wall : NAN;
-    res->test_accuracy = res->test_loss = res->val_mse = res->time_to_target_s = NAN;
-    if (r.rank == 0) {
-        for (long e = 0; e < epochs; e++)
-            res->epochs[e].train_loss = tmp[epochs + e] > 0 ? tmp[e] / tmp[epochs + e] : NAN;
-        res->final_loss = res->epochs[epochs - 1].train_loss;
-        /* per step computed (a dynamic-group exchange skips some) */
-        double nsteps = all[3] > 0 ? all[3] : NAN;
-        res->compute_ms = all[0] * 1e3 / nsteps;
-        res->sleep_ms = all[1] * 1e3 / nsteps;
-        res->exchange_ms = all[2] * 1e3 / nsteps;
-        res->gflops = mlp_flops_per_sample(r.model) * (double)o->batch * nsteps / all[0] / 1e9;
-        r.nsnap = nsnap;
-        evaluate_snapshots(&r, res);
-        const epoch_record_t *fin = &res->epochs[epochs - 1];
-        res->test_accuracy = fin->test_accuracy;
-        res->test_loss = fin->test_loss;
-        res->val_mse = fin->val_mse;
-        if (!isnan(o->target))
-            for (long e = 0; e < epochs; e++) {
-                const epoch_record_t *rec = &res->epochs[e];
-                if (!rec->evaluated) continue;
-                int hit = o->task == TASK_FMNIST ? rec->test_accuracy >= o->target : rec->val_mse <= o->target;
-                if (hit) {
-                    res->time_to_target_s = rec->elapsed_s;
-                    break;
-                }
-            }
-    }
-    free(tmp);
+    summarize(&r, res, wall);
     run_free(&r);
     return 0;
 }
