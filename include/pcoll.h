@@ -32,8 +32,25 @@ extern "C" {
 #endif
 
 #define PCOLL_VERSION_MAJOR 0
-#define PCOLL_VERSION_MINOR 1
+#define PCOLL_VERSION_MINOR 2
 #define PCOLL_VERSION_PATCH 0
+
+/*
+ * ABI: the structs a caller allocates (configurations, infos, statistics,
+ * cost models, profiles) end in a reserved tail of zeros, `reserved`.  A
+ * field added later is taken from that tail, so the struct keeps its size,
+ * and a zero in it means what the library did before the field existed:
+ * a caller compiled against an older pcoll.h keeps working with a newer
+ * libpcoll.so, unchanged.  So: initialize a struct with its *_default
+ * function or zero it (memset, = {0}) before setting fields, and keep the
+ * tail zero.  The library writes zeros into the tail of what it returns.
+ * Structs the library allocates and the caller only reads through a
+ * pointer (pcoll_round_t, pcoll_fusion_plan_t, pcoll_config_var_t) grow
+ * at their end.  Enums only gain values.  A change that cannot keep to this
+ * gets a new function and a new major version.  (tests/unit/test_abi.c
+ * holds the sizes.)
+ */
+#define PCOLL_RESERVED 8
 
 /* ---- status codes -------------------------------------------------------- */
 
@@ -61,6 +78,37 @@ typedef enum pcoll_status {
                                     the ranks it was still waiting for        */
 } pcoll_status_t;
 
+/*
+ * Which status a condition gives, everywhere in the API (one condition, one
+ * status):
+ *
+ *   a required pointer argument is NULL                      PCOLL_ERR_NULL
+ *   count 0 where elements are needed, or a byte size that
+ *     overflows                                              PCOLL_ERR_COUNT
+ *   a dtype that is not one of the four, or not allowed
+ *     here (averaging needs a floating-point type)           PCOLL_ERR_DTYPE
+ *   an op that is not PCOLL_SUM or PCOLL_AVG                 PCOLL_ERR_OP
+ *   a group list that is empty (group_size < 1), holds a
+ *     rank twice or out of range, or not the caller          PCOLL_ERR_GROUP
+ *   any other argument out of its range (kinds, modes,
+ *     sizes, specs, layers, plans)                           PCOLL_ERR_ARG
+ *   ranks calling a collective setup with different values   PCOLL_ERR_ARG, naming
+ *                                                            the value and the ranks
+ *   another rank's part of a collective setup failed         that rank's status,
+ *                                                            naming it and why
+ *   a PCOLL_* variable malformed, or different between
+ *     ranks where it must agree                              PCOLL_ERR_CONFIG
+ *   MPI without MPI_THREAD_MULTIPLE                          PCOLL_ERR_THREAD_LEVEL
+ *   the object or context in the wrong state: in use by
+ *     another thread, freed, drained, a start not completed,
+ *     out of step after a timeout                            PCOLL_ERR_STATE
+ *   out of memory                                            PCOLL_ERR_NOMEM
+ *   out of tag bits, object channels or shared memory        PCOLL_ERR_LIMIT
+ *   an MPI call failed                                       PCOLL_ERR_MPI
+ *   a blocking call waited PCOLL_TIMEOUT_S                   PCOLL_ERR_TIMEOUT
+ *   a bug in pcoll (a broken protocol)                       PCOLL_ERR_INTERNAL
+ */
+
 /* Short description of a status code (never NULL). */
 PCOLL_API const char *pcoll_strerror(int status);
 
@@ -82,6 +130,28 @@ typedef enum pcoll_log_level {
  * (none|error|warn|info|debug or 0-4). */
 PCOLL_API int pcoll_set_log_level(pcoll_log_level_t level);
 PCOLL_API pcoll_log_level_t pcoll_get_log_level(void);
+
+/* ---- configuration: the PCOLL_* variables -------------------------------- */
+
+/* One variable that pcoll_init reads (pcoll-info prints them all). */
+typedef struct pcoll_config_var {
+    const char *name;          /* "PCOLL_TIMEOUT_S"                            */
+    const char *range;         /* what a valid value looks like                */
+    const char *default_value; /* as text ("0 if oversubscribed, else 50")     */
+    const char *description;   /* one line                                     */
+    const char *api;           /* the call that changes it after pcoll_init,
+                                  "" if none                                   */
+    int must_agree;            /* every rank must have the same value          */
+} pcoll_config_var_t;
+
+/* Variable i (0, 1, ...), NULL after the last.  The library owns it. */
+PCOLL_API const pcoll_config_var_t *pcoll_config_var(int i);
+
+/* The value variable `name` has for this process: the environment's
+ * (normalized: "4K" gives "4096"), else the default.  PCOLL_ERR_CONFIG
+ * (naming it) if the environment's is malformed, PCOLL_ERR_ARG for a name
+ * that is not one of them.  Local; needs no context. */
+PCOLL_API int pcoll_config_get(const char *name, char *value, size_t len);
 
 /* ---- data types and operations ------------------------------------------- */
 
@@ -130,6 +200,7 @@ PCOLL_API int pcoll_size(const pcoll_t *ctx);
 typedef struct pcoll_stats {
     uint64_t data_bytes_sent, data_messages_sent;
     uint64_t control_bytes_sent, control_messages_sent;
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_stats_t;
 PCOLL_API int pcoll_get_stats(const pcoll_t *ctx, pcoll_stats_t *stats);
 
@@ -153,6 +224,7 @@ typedef struct pcoll_progress_policy {
     int active_spin_us;
     int wait_spin_us;
     int max_sleep_us;
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_progress_policy_t;
 
 PCOLL_API int pcoll_get_progress_policy(const pcoll_t *ctx, pcoll_progress_policy_t *policy);
@@ -343,11 +415,15 @@ typedef struct pcoll_partial_config {
     void *observer_arg;
     int group_size;            /* GROUP: S >= 2 ranks per group (S >= P: one
                                   group of all); 0 = max(2, round(sqrt(P)))  */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_partial_config_t;
 
 /* SOLO, ACCUMULATE, quorum 1, group_size 0, sync_every 0, seed 1, no
  * observer. */
 PCOLL_API void pcoll_partial_config_default(pcoll_partial_config_t *cfg);
+
+/* "solo", "majority", "quorum", "group"; NULL for another value. */
+PCOLL_API const char *pcoll_partial_kind_name(pcoll_partial_kind_t kind);
 
 /* Parse "solo", "majority", "quorum:Q", "group" or "group:S" into
  * cfg->kind / cfg->quorum / cfg->group_size (the rest of cfg unchanged). */
@@ -378,6 +454,7 @@ typedef struct pcoll_partial_info {
     const int *group;       /* their ranks, increasing; valid until the next
                                call on the object (NULL when rounds == 0)     */
     uint64_t last_contributions; /* contributions summed into the last round   */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_partial_info_t;
 
 /* Collective over the context (every rank, same order, same arguments).
@@ -386,7 +463,7 @@ PCOLL_API int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dty
                          const pcoll_partial_config_t *cfg, pcoll_partial_t **p);
 
 /*
- * Contribute and collect (DESIGN section 4):
+ * Contribute and collect (docs/design.md, section 5):
  *  1. contribution is added (ACCUMULATE) or copied (REPLACE) into the pending
  *     buffer;
  *  2. if rounds completed since the previous call, return their results at
@@ -502,11 +579,16 @@ typedef struct pcoll_preduce_config {
                             node's ranks together (default 0)               */
     int controller;      /* the controller's rank (default 0)               */
     uint64_t seed;       /* random groups (default 1)                       */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_preduce_config_t;
 
 /* FIFO, group_size 0, constant weights, alpha 0.5, frozen avoidance on,
  * window 0, slow_threshold 4, no inter-intra, controller 0, seed 1. */
 PCOLL_API void pcoll_preduce_config_default(pcoll_preduce_config_t *cfg);
+
+/* "fifo", "ripples:random", "ripples:smart", "ripples:static"; NULL for
+ * another value. */
+PCOLL_API const char *pcoll_preduce_policy_name(pcoll_preduce_policy_t policy);
 
 /* Parse a spec into cfg (fields it does not name keep their values):
  *   fifo[:P][:const|:dyn][:noavoid][:window=T][:alpha=A]
@@ -531,6 +613,7 @@ typedef struct pcoll_preduce_info {
                             formed the group, so it may be below yours)    */
     double wait_s;       /* from ready to the group's start                  */
     double reduce_s;     /* the group's allreduce                           */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_preduce_info_t;
 
 /* Collective (every rank, same arguments: they are checked).  count >= 1
@@ -551,11 +634,22 @@ typedef struct pcoll_preduce_stats {
     uint64_t requests, groups, bridges, holds, conflicts, divisions;
     double busy_s;       /* time spent in the controller's decisions        */
     double open_s;       /* since the object was created                    */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_preduce_stats_t;
 PCOLL_API int pcoll_preduce_get_stats(const pcoll_preduce_t *obj, pcoll_preduce_stats_t *stats);
 
-/* Collective: drains (a rank that is still in a group of the controller's
- * plans performs it first), frees, sets *obj = NULL. */
+/* Collective, at the end: this rank asks for no more groups; the groups the
+ * controller planned with it already (Ripples' policies put ranks into
+ * groups before they are ready) run now with model_inout, which then holds
+ * the average of the last of them (unchanged if there was none).  So every
+ * member of every group ends with its group's average.  Afterwards only
+ * pcoll_preduce_free may be called. */
+PCOLL_API int pcoll_preduce_drain(pcoll_preduce_t *obj, void *model_inout);
+
+/* Collective: drains with the model of this rank's last call if
+ * pcoll_preduce_drain was not called (the groups still planned with this
+ * rank then average that model, but their results are not returned:
+ * drain first to keep them), frees, sets *obj = NULL. */
 PCOLL_API int pcoll_preduce_free(pcoll_preduce_t **obj);
 
 /* ---- merged-gradient buckets overlapped with backprop (MG-WFBP) --------- */
@@ -596,6 +690,7 @@ typedef struct pcoll_cost_model {
     int nsamples;
     double linear_rms_us, linear_max_rel;       /* rms error; largest |error| / time */
     double piecewise_rms_us, piecewise_max_rel;
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_cost_model_t;
 
 /* T(M) = a_us + b_us M (a_us >= 0, b_us >= 0, both finite). */
@@ -616,6 +711,7 @@ typedef struct pcoll_calibrate_config {
     size_t min_bytes, max_bytes; /* sizes doubling from min to max (4, 64M) */
     int reps;                    /* per size (0: 50 for small sizes, fewer for
                                     large ones, at least 5)                 */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_calibrate_config_t;
 PCOLL_API void pcoll_calibrate_config_default(pcoll_calibrate_config_t *cfg);
 
@@ -642,6 +738,7 @@ typedef enum pcoll_fusion_strategy {
 typedef struct pcoll_fusion_spec {
     pcoll_fusion_strategy_t strategy;
     size_t fixed_bytes;       /* FIXED: the bucket size cap               */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_fusion_spec_t;
 
 /* "optimal", "mgwfbp", "wfbp", "single", "fixed:BYTES" (K, M, G suffixes,
@@ -657,6 +754,7 @@ typedef struct pcoll_fusion_profile {
     const size_t *bytes;        /* each layer's gradient                    */
     const double *backward_us;  /* each layer's backward time               */
     double forward_us;          /* the forward pass                         */
+    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
 } pcoll_fusion_profile_t;
 
 /* A plan: which layers share a bucket, and what the model predicts.

@@ -4,14 +4,25 @@
 # A file may include files of its own layer or a lower one, never a higher
 # one; src/groups (pure decision logic: who reduces with whom) and the pure
 # part of src/fusion (costmodel.c, planner.c: the cost model and the merge
-# planner) include only util and themselves; and the modules of src/partial
-# (a .c with its .h) include each other without a cycle.  Prints the graph's violations; exit 1 if there are any.
-#   scripts/check-layers.sh [source dir]    (default: the repository's src/)
+# planner) and partial/park_ledger (the leader's count of blocked calls)
+# include only util and themselves; and the modules of src/partial (a .c
+# with its .h) include each other without a cycle.  Prints the graph's
+# violations; exit 1 if there are any.
+#   scripts/check-layers.sh [source dir]          (default: the repository's src/)
+#   scripts/check-layers.sh --graph [source dir]  the house drawn from the code:
+#       per folder, its files and lines, and the folders it includes (how
+#       many #include lines), lowest layer first
 set -eu
+graph=0
+if [ "${1:-}" = --graph ]; then
+    graph=1
+    shift
+fi
 src=${1:-$(dirname "$0")/../src}
 cd "$src"
 
 # every edge "from to": files relative to src/, includes resolved
+edges() {
 for f in */*.c */*.h; do
     dir=${f%%/*}
     sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f" | while read -r inc; do
@@ -23,7 +34,23 @@ for f in */*.c */*.h; do
         [ "$inc" = pcoll.h ] && continue
         echo "$f $to"
     done
-done | awk '
+done
+}
+
+if [ $graph -eq 1 ]; then
+    for d in util engine algo core groups fusion partial preduce; do
+        [ -d "$d" ] || continue
+        files=$(ls "$d"/*.c "$d"/*.h 2>/dev/null | wc -l)
+        lines=$(cat "$d"/*.c "$d"/*.h 2>/dev/null | wc -l)
+        uses=$(edges | awk -v d="$d" '{ a = $1; b = $2; sub(/\/.*/, "", a); sub(/\/.*/, "", b)
+                                        if (a == d && b != d) n[b]++ }
+                                      END { for (b in n) printf "%s(%d) ", b, n[b] }')
+        printf "%-8s %3d files %6d lines   includes: %s\n" "$d" "$files" "$lines" "${uses:-nothing}"
+    done
+    exit 0
+fi
+
+edges | awk '
 function layer(path,    d) {
     d = path; sub(/\/.*/, "", d)
     if (d == "util") return 0; if (d == "engine") return 1; if (d == "algo") return 2
@@ -38,6 +65,8 @@ function module(path,    m) { m = path; sub(/\.[ch]$/, "", m); return m }
     else if (from ~ /^groups\// && to !~ /^(groups|util)\//) { printf "groups/ is pure: %s includes %s\n", from, to; bad++ }
     else if (from ~ /^fusion\/(costmodel|planner)\./ && to !~ /^(fusion\/(costmodel|planner)\.|util\/)/) {
         printf "the fusion planner is pure: %s includes %s\n", from, to; bad++ }
+    else if (from ~ /^partial\/park_ledger\./ && to !~ /^(partial\/park_ledger\.|util\/)/) {
+        printf "the park ledger is pure: %s includes %s\n", from, to; bad++ }
     if (layer(from) == 4 && layer(to) == 4 && module(from) != module(to)) {
         a = module(from); b = module(to)
         if (!((a, b) in adj)) { adj[a, b] = 1; succ[a] = succ[a] " " b }

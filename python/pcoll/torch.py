@@ -589,8 +589,11 @@ class PReduceOptimizer(_FlatModel):
     controller forms (spec: "fifo:3:dyn", "ripples:random:3",
     "ripples:smart:3", "ripples:static", ...).  `iteration` is where this
     rank stands: after a group with ranks ahead of it, their largest
-    iteration (a training loop may skip to it).  close() frees the object
-    and averages every rank's model: afterwards every rank holds the mean."""
+    iteration (a training loop may skip to it).  close() drains the groups
+    still planned with this rank (Ripples plans ahead: each then averages
+    with this model, and every member keeps its group's average), frees the
+    object and averages every rank's model: afterwards every rank holds the
+    mean."""
 
     def __init__(self, optimizer, model, spec="fifo", ctx=None):
         super().__init__(optimizer, model, ctx, "PReduceOptimizer")
@@ -608,5 +611,6 @@ class PReduceOptimizer(_FlatModel):
         return loss
 
     def _close(self):
+        self.preduce.drain(self.model_flat.array)
         self.preduce.free()
         self.ctx.allreduce(self.model_flat.array, op="avg")

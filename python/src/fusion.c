@@ -283,7 +283,8 @@ static int profile_from(PyObject *bo, PyObject *to, double forward_us, profile_a
         PyMem_Free(p->backward);
         return -1;
     }
-    p->profile = (pcoll_fusion_profile_t){(int)nb, p->bytes, p->backward, forward_us};
+    p->profile = (pcoll_fusion_profile_t){
+        .nlayers = (int)nb, .bytes = p->bytes, .backward_us = p->backward, .forward_us = forward_us};
     return 0;
 }
 

@@ -84,6 +84,20 @@ PyObject *pcpy_preduce_create(pcpy_context_t *c, PyObject *args, PyObject *kw)
     return (PyObject *)o;
 }
 
+/* model as a buffer of this object's count and dtype, writable */
+static int model_buffer(preduce_t *o, PyObject *model, pcpy_buf_t *mb)
+{
+    if (pcpy_buf_get(model, "model", 1, mb) < 0) return -1;
+    if (mb->dtype == o->dtype && mb->count == o->count) return 0;
+    if (mb->dtype != o->dtype)
+        PyErr_Format(PyExc_TypeError, "model holds %s; this object averages %s", pcoll_dtype_name(mb->dtype),
+                     pcoll_dtype_name(o->dtype));
+    else
+        PyErr_Format(PyExc_ValueError, "model has %zu elements; this object has %zu", mb->count, o->count);
+    pcpy_buf_release(mb);
+    return -1;
+}
+
 /* reduce(model, iteration) -> PReduceInfo: model (in place) becomes the
  * group's weighted average */
 static PyObject *preduce_reduce(preduce_t *o, PyObject *args, PyObject *kw)
@@ -94,16 +108,7 @@ static PyObject *preduce_reduce(preduce_t *o, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OK:reduce", kwlist, &model, &it)) return NULL;
     if (!o->o) return pcpy_raise_msg(PCOLL_ERR_STATE, "PReduce.reduce: the object was freed");
     pcpy_buf_t mb;
-    if (pcpy_buf_get(model, "model", 1, &mb) < 0) return NULL;
-    if (mb.dtype != o->dtype || mb.count != o->count) {
-        if (mb.dtype != o->dtype)
-            PyErr_Format(PyExc_TypeError, "model holds %s; this object averages %s", pcoll_dtype_name(mb.dtype),
-                         pcoll_dtype_name(o->dtype));
-        else
-            PyErr_Format(PyExc_ValueError, "model has %zu elements; this object has %zu", mb.count, o->count);
-        pcpy_buf_release(&mb);
-        return NULL;
-    }
+    if (model_buffer(o, model, &mb) < 0) return NULL;
     pcoll_preduce_info_t info;
     int rc;
     PCPY_BLOCKING(o->owner, rc = pcoll_preduce(o->o, mb.ptr, (uint64_t)it, &info));
@@ -128,6 +133,24 @@ static PyObject *preduce_reduce(preduce_t *o, PyObject *args, PyObject *kw)
         return NULL;
     }
     return r;
+}
+
+/* drain(model): collective, at the end: the groups already planned with
+ * this rank run with model (in place), which ends as the last one's
+ * average; afterwards only free() */
+static PyObject *preduce_drain(preduce_t *o, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"model", NULL};
+    PyObject *model;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O:drain", kwlist, &model)) return NULL;
+    if (!o->o) return pcpy_raise_msg(PCOLL_ERR_STATE, "PReduce.drain: the object was freed");
+    pcpy_buf_t mb;
+    if (model_buffer(o, model, &mb) < 0) return NULL;
+    int rc;
+    PCPY_BLOCKING(o->owner, rc = pcoll_preduce_drain(o->o, mb.ptr));
+    pcpy_buf_release(&mb);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
 }
 
 static PyObject *preduce_stats(preduce_t *o, PyObject *noargs)
@@ -205,7 +228,10 @@ static PyMethodDef preduce_methods[] = {
     {"reduce", (PyCFunction)(void (*)(void))preduce_reduce, METH_VARARGS | METH_KEYWORDS,
      "reduce(model, iteration) -> PReduceInfo: this rank is ready; model becomes its group's weighted average"},
     {"stats", (PyCFunction)preduce_stats, METH_NOARGS, "stats() -> dict of the controller's counters"},
-    {"free", (PyCFunction)preduce_free, METH_NOARGS, "free(): collective; drains the groups in flight"},
+    {"drain", (PyCFunction)(void (*)(void))preduce_drain, METH_VARARGS | METH_KEYWORDS,
+     "drain(model): collective, at the end: the groups already planned with this rank average model (in place)"},
+    {"free", (PyCFunction)preduce_free, METH_NOARGS,
+     "free(): collective; without drain() the groups still planned with this rank use its last model"},
     {"close", (PyCFunction)preduce_free, METH_NOARGS, "close(): the same as free()"},
     {"__enter__", preduce_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)preduce_exit, METH_VARARGS, NULL},

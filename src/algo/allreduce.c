@@ -10,10 +10,15 @@
  */
 #include "allreduce.h"
 
-pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t direct_bytes, size_t small_bytes,
-                                           size_t bytes, int n)
+pcoll_allreduce_algo_t pc_allreduce_choose(pc_algo_use_t use, pcoll_allreduce_algo_t forced, size_t direct_bytes,
+                                           size_t small_bytes, size_t bytes, int n)
 {
+    /* Rabenseifner also for two ranks: each then adds up half the vector
+     * (recursive doubling: all of it), and one addition per element has the
+     * same bits either way */
+    if (use == PC_USE_TREE) return bytes <= small_bytes ? PCOLL_ALGO_RECDBL : PCOLL_ALGO_RABENSEIFNER;
     if (forced != PCOLL_ALGO_AUTO) return forced;
+    if (use == PC_USE_ROUND) direct_bytes = 0;
     /* direct sends n - 1 messages per rank: count each as its bytes plus
      * about 1 KiB of fixed cost, so that large groups fall back to log2(n)
      * messages per rank even for tiny vectors */

@@ -18,9 +18,25 @@ typedef struct pc_allreduce_spec {
     int inplace;      /* the input is already in PC_SLOT_OUT                */
 } pc_allreduce_spec_t;
 
-/* The algorithm AUTO resolves to for this size. */
-pcoll_allreduce_algo_t pc_allreduce_choose(pcoll_allreduce_algo_t forced, size_t direct_bytes, size_t small_bytes,
-                                           size_t bytes, int n);
+/* What an allreduce is for decides which algorithms it may use: the one
+ * rule of the choice. */
+typedef enum pc_algo_use {
+    PC_USE_CALL,  /* a call (pcoll_allreduce, plans): any algorithm, by size
+                     (pcoll_allreduce_algo_for documents the rule)          */
+    PC_USE_ROUND, /* a partial round: ranks join it one by one as the
+                     activation reaches them, and direct's n - 1 messages per
+                     rank then slow the activation down (a round at P = 16
+                     took about 25% longer): never direct unless forced     */
+    PC_USE_TREE   /* merged-gradient buckets: recursive doubling, or
+                     Rabenseifner above small_bytes, whatever is forced: both
+                     add an element up in the same order wherever it lies,
+                     so a layer's result does not depend on its bucket      */
+} pc_algo_use_t;
+
+/* The algorithm for `bytes` among n ranks (forced: the context's setting,
+ * PCOLL_ALGO_AUTO for the choice by size). */
+pcoll_allreduce_algo_t pc_allreduce_choose(pc_algo_use_t use, pcoll_allreduce_algo_t forced, size_t direct_bytes,
+                                           size_t small_bytes, size_t bytes, int n);
 
 /* Builds and commits a schedule reading PC_SLOT_IN (unless inplace) and
  * writing PC_SLOT_OUT. */

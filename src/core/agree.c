@@ -1,3 +1,13 @@
+/* Agreement of collective setup calls: see agree.h.
+ *
+ *   step 1  every member sets its bit if it failed here     (a sum of bitmaps)
+ *   step 2  if any did: the first of them gives its status,
+ *           the field at fault and its message              (a sum: only it adds)
+ *   step 3  else every member fills its row of values       (a sum of rows)
+ *
+ * Every step is a sum of 64-bit integers in which each slot has one
+ * contributor, so it is exact and the same at every member, over MPI or
+ * over a pcoll group alike. */
 #include "agree.h"
 
 #include <stdio.h>
@@ -7,16 +17,65 @@
 #include "../util/error.h"
 #include "context.h"
 
-/* Appends "r, r, ..." of the ranks whose value at column `col` equals v
- * (at most 8 named, then "and N more"). */
-static void list_ranks(const int64_t *all, int P, int width, int col, int64_t v, char *buf, size_t len)
+#define MSG_WORDS 50 /* a failing member's message: 400 bytes */
+
+/* The number of members and this one's index; -1 if it is not a member. */
+static int members(const pc_agree_over_t *o, int *n)
+{
+    if (o->comm != MPI_COMM_NULL) {
+        int me = 0;
+        MPI_Comm_size(o->comm, n);
+        MPI_Comm_rank(o->comm, &me);
+        return me;
+    }
+    *n = o->group ? o->group_size : o->ctx->size;
+    if (!o->group) return o->ctx->rank;
+    for (int i = 0; i < o->group_size; i++)
+        if (o->group[i] == o->ctx->rank) return i;
+    return -1;
+}
+
+/* buf (count words) summed over the members, in place */
+static int sum(const pc_agree_over_t *o, int64_t *buf, size_t count, const char *fn)
+{
+    if (o->comm != MPI_COMM_NULL) {
+        int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_INT64_T, MPI_SUM, o->comm);
+        return rc == MPI_SUCCESS ? PCOLL_SUCCESS
+                                 : pc_mpi_error(rc, fn, "MPI_Allreduce (checking the call against the other ranks)");
+    }
+    /* every rank as a group list, not as the context's own operations:
+     * member-agreed ids, so that a rank that never comes is named in a
+     * timeout and an earlier timed-out operation on all ranks is no matter */
+    const int *group = o->group;
+    int n = o->group_size, *all = NULL;
+    if (!group) {
+        n = o->ctx->size;
+        if (!(all = malloc(sizeof(int) * (size_t)n)))
+            return pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the call against the other ranks");
+        for (int i = 0; i < n; i++) all[i] = i;
+        group = all;
+    }
+    int rc = pcoll_allreduce(o->ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, n);
+    free(all);
+    return rc == PCOLL_SUCCESS ? rc
+                               : pc_error(rc, fn, "checking the call against the other members failed: %s",
+                                          pcoll_last_error());
+}
+
+/* the rank of member i */
+static int rank_of(const pc_agree_over_t *o, int i) { return o->comm != MPI_COMM_NULL || !o->group ? i : o->group[i]; }
+
+/* Appends "r, r, ..." of the members whose value in column `col` of the
+ * rows is v (at most 8 named, then "and N more"). */
+static void list_ranks(const pc_agree_over_t *o, const int64_t *rows, int n, int width, int col, int64_t v, char *buf,
+                       size_t len)
 {
     size_t at = strlen(buf);
     int named = 0, more = 0;
-    for (int r = 0; r < P; r++) {
-        if (all[(size_t)r * (size_t)width + (size_t)col] != v) continue;
+    for (int i = 0; i < n; i++) {
+        if (rows[(size_t)i * (size_t)width + (size_t)col] != v) continue;
         if (named < 8) {
-            at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%d", named ? ", " : "", r);
+            at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%d", named ? ", " : "", rank_of(o, i));
             named++;
         } else {
             more++;
@@ -32,81 +91,111 @@ static const char *value_text(const pc_agree_field_t *f, int64_t v, char *buf, s
     return buf;
 }
 
-int pc_agree(MPI_Comm comm, const char *fn, int status, int bad, const pc_agree_field_t *fields, int nfields,
-             int differ_status)
+/* Step 2: the first failing member tells its status, field and message. */
+static int failed_elsewhere(const pc_agree_over_t *o, const char *fn, int status, int bad, int first, int me,
+                            const pc_agree_field_t *fields, int nfields)
 {
-    int P = 1, me = 0;
-    MPI_Comm_size(comm, &P);
-    MPI_Comm_rank(comm, &me);
-    int width = nfields + 2;
-    int64_t *all = malloc(sizeof(int64_t) * (size_t)width * (size_t)P);
-    /* first who failed (the lowest rank with the lowest status), which any
-     * rank can say without memory; then, if nobody did, the values */
-    if (!all && status == PCOLL_SUCCESS)
-        status = pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the arguments against the other ranks");
-    struct {
-        int status, rank;
-    } in = {status, me}, worst = {0, 0};
-    int rc = MPI_Allreduce(&in, &worst, 1, MPI_2INT, MPI_MINLOC, comm);
-    if (rc == MPI_SUCCESS && worst.status != PCOLL_SUCCESS) {
-        /* the failing rank tells which field and why: its own message */
-        struct {
-            int field;
-            char why[400];
-        } told = {bad, ""};
-        if (me == worst.rank) snprintf(told.why, sizeof told.why, "%s", pcoll_last_error());
-        rc = MPI_Bcast(&told, (int)sizeof told, MPI_BYTE, worst.rank, comm);
-        free(all);
-        if (status != PCOLL_SUCCESS) return status; /* our own message says why */
-        told.why[sizeof told.why - 1] = '\0';
-        const char *why = rc == MPI_SUCCESS && told.why[0] ? told.why : pcoll_strerror(worst.status);
-        const char *what = rc == MPI_SUCCESS && told.field >= 0 && told.field < nfields ? fields[told.field].name
-                                                                                          : NULL;
-        if (what)
-            return pc_error(worst.status, fn, "%s is invalid at rank %d (there: %s); every rank fails", what,
-                            worst.rank, why);
-        return pc_error(worst.status, fn, "rank %d failed (there: %s); every rank fails", worst.rank, why);
+    int64_t told[2 + MSG_WORDS];
+    memset(told, 0, sizeof told);
+    if (me == first) {
+        told[0] = status;
+        told[1] = bad;
+        snprintf((char *)(told + 2), MSG_WORDS * sizeof(int64_t), "%s", pcoll_last_error());
     }
-    if (rc != MPI_SUCCESS) {
-        free(all);
-        return status ? status : pc_mpi_error(rc, fn, "MPI_Allreduce (checking the call against the other ranks)");
-    }
-    int64_t *mine = all + (size_t)me * (size_t)width;
-    mine[0] = status;
-    mine[1] = bad;
-    for (int i = 0; i < nfields; i++) mine[2 + i] = fields[i].value;
-    rc = MPI_Allgather(MPI_IN_PLACE, width, MPI_INT64_T, all, width, MPI_INT64_T, comm);
-    if (rc != MPI_SUCCESS) {
-        free(all);
-        return pc_mpi_error(rc, fn, "MPI_Allgather (checking the arguments against the other ranks)");
-    }
-    int result = PCOLL_SUCCESS;
-    for (int i = 0; i < nfields && result == PCOLL_SUCCESS; i++) {
-        if (!fields[i].must_agree) continue;
-        int64_t v0 = all[2 + i];
+    int rc = sum(o, told, 2 + MSG_WORDS, fn);
+    if (status != PCOLL_SUCCESS) return status; /* our own message says why */
+    if (rc != PCOLL_SUCCESS) return rc;
+    char *why = (char *)(told + 2);
+    why[MSG_WORDS * sizeof(int64_t) - 1] = '\0';
+    int st = (int)told[0];
+    if (st >= 0 || st < PCOLL_ERR_TIMEOUT) st = PCOLL_ERR_INTERNAL;
+    const char *what = told[1] >= 0 && told[1] < nfields ? fields[told[1]].name : NULL;
+    if (what)
+        return pc_error(st, fn, "%s is invalid at rank %d (there: %s); every rank fails", what, rank_of(o, first),
+                        why[0] ? why : pcoll_strerror(st));
+    return pc_error(st, fn, "rank %d failed (there: %s); every rank fails", rank_of(o, first),
+                    why[0] ? why : pcoll_strerror(st));
+}
+
+/* Step 3's verdict: the first must-agree field that differs, named with
+ * its values and the members that hold them. */
+static int compare(const pc_agree_over_t *o, const char *fn, const int64_t *rows, int n,
+                   const pc_agree_field_t *fields, int nfields, int differ_status)
+{
+    for (int f = 0; f < nfields; f++) {
+        if (!fields[f].must_agree) continue;
+        int64_t v0 = rows[f];
         int differs = 0;
-        for (int r = 1; r < P; r++) differs |= all[(size_t)r * (size_t)width + 2 + (size_t)i] != v0;
+        for (int i = 1; i < n; i++) differs |= rows[(size_t)i * (size_t)nfields + (size_t)f] != v0;
         if (!differs) continue;
         /* "name differs between ranks: A at rank(s) 0, 2; B at rank(s) 1" (each value once) */
         char msg[400];
-        snprintf(msg, sizeof msg, "%s differs between ranks:", fields[i].name);
+        snprintf(msg, sizeof msg, "%s differs between ranks:", fields[f].name);
         int shown = 0;
-        for (int r = 0; r < P && shown < 4; r++) {
-            int64_t v = all[(size_t)r * (size_t)width + 2 + (size_t)i];
+        for (int i = 0; i < n && shown < 4; i++) {
+            int64_t v = rows[(size_t)i * (size_t)nfields + (size_t)f];
             int seen = 0;
-            for (int q = 0; q < r; q++) seen |= all[(size_t)q * (size_t)width + 2 + (size_t)i] == v;
+            for (int q = 0; q < i; q++) seen |= rows[(size_t)q * (size_t)nfields + (size_t)f] == v;
             if (seen) continue;
             char val[64];
             size_t at = strlen(msg);
             snprintf(msg + at, sizeof msg - at, "%s %s at rank(s) ", shown ? ";" : "",
-                     value_text(&fields[i], v, val, sizeof val));
-            list_ranks(all, P, width, 2 + i, v, msg, sizeof msg);
+                     value_text(&fields[f], v, val, sizeof val));
+            list_ranks(o, rows, n, nfields, f, v, msg, sizeof msg);
             shown++;
         }
-        result = pc_error(differ_status, fn, "%s; every rank must call it alike", msg);
+        return pc_error(differ_status, fn, "%s; every rank must call it alike", msg);
     }
-    free(all);
-    return result;
+    return PCOLL_SUCCESS;
+}
+
+int pc_agree(const pc_agree_over_t *o, const char *fn, int status, int bad, const pc_agree_field_t *fields,
+             int nfields, int differ_status)
+{
+    int n = 0, me = members(o, &n);
+    if (me < 0) /* not a member: it cannot know whom to agree with (agree.h) */
+        return status != PCOLL_SUCCESS ? status
+                                       : pc_error(PCOLL_ERR_GROUP, fn, "this rank (%d) is not in the group",
+                                                  o->ctx->rank);
+    /* what step 3 needs is allocated first: a member without the memory
+     * fails in step 1 like any other local failure (the bitmap of up to
+     * 4096 members is on the stack) */
+    size_t words = (size_t)(n + 63) / 64;
+    int64_t stack_bits[64], *bits = words <= 64 ? stack_bits : calloc(words, sizeof *bits);
+    int64_t *rows = nfields > 0 ? calloc((size_t)n * (size_t)nfields, sizeof *rows) : NULL;
+    if (!bits) {
+        free(rows);
+        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the call against the other ranks");
+    }
+    if (bits == stack_bits) memset(stack_bits, 0, sizeof stack_bits);
+    if (nfields > 0 && !rows && status == PCOLL_SUCCESS)
+        status = pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the call against the other ranks");
+    if (status != PCOLL_SUCCESS) bits[me / 64] |= (int64_t)((uint64_t)1 << (me % 64));
+    int rc = sum(o, bits, words, fn);
+    int first = -1;
+    for (size_t w = 0; rc == PCOLL_SUCCESS && first < 0 && w < words; w++)
+        for (int b = 0; b < 64 && first < 0; b++)
+            if ((uint64_t)bits[w] & ((uint64_t)1 << b)) first = (int)w * 64 + b;
+    if (bits != stack_bits) free(bits);
+    if (rc != PCOLL_SUCCESS) {
+        free(rows);
+        return status != PCOLL_SUCCESS ? status : rc;
+    }
+    if (first >= 0) {
+        free(rows);
+        return failed_elsewhere(o, fn, status, bad, first, me, fields, nfields);
+    }
+    if (nfields == 0) return PCOLL_SUCCESS;
+    for (int f = 0; f < nfields; f++) rows[(size_t)me * (size_t)nfields + (size_t)f] = fields[f].value;
+    rc = sum(o, rows, (size_t)n * (size_t)nfields, fn);
+    if (rc == PCOLL_SUCCESS) rc = compare(o, fn, rows, n, fields, nfields, differ_status);
+    free(rows);
+    return rc;
+}
+
+int pc_agree_step(const pc_agree_over_t *over, const char *fn, int status)
+{
+    return pc_agree(over, fn, status, -1, NULL, 0, PCOLL_ERR_ARG);
 }
 
 int pcoll_agree(pcoll_t *ctx, const char *what, int status, const char *why, int n, const char *const *names,
@@ -127,13 +216,14 @@ int pcoll_agree(pcoll_t *ctx, const char *what, int status, const char *why, int
     for (int i = 0; status == PCOLL_SUCCESS && i < n; i++)
         if (!names[i]) status = pc_error(PCOLL_ERR_NULL, fn, "names[%d] is NULL", i);
     /* first the number of values (the second step's width), then the values */
+    pc_agree_over_t over = pc_agree_group(ctx, NULL, 0);
     pc_agree_field_t count = {"the number of values", status == PCOLL_SUCCESS ? n : 0, 1, NULL};
-    rc = pc_agree(ctx->comm, fn, status, -1, &count, 1, PCOLL_ERR_ARG);
-    if (rc != PCOLL_SUCCESS) return rc;
-    pc_agree_field_t *fields = calloc((size_t)(n > 0 ? n : 1), sizeof *fields);
+    rc = pc_agree(&over, fn, status, -1, &count, 1, PCOLL_ERR_ARG);
+    if (rc != PCOLL_SUCCESS || n == 0) return rc;
+    pc_agree_field_t *fields = calloc((size_t)n, sizeof *fields);
     if (!fields) status = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for %d values", n);
     for (int i = 0; fields && i < n; i++) fields[i] = (pc_agree_field_t){names[i], values[i], 1, NULL};
-    rc = pc_agree(ctx->comm, fn, status, -1, fields, fields ? n : 0, PCOLL_ERR_ARG);
+    rc = pc_agree(&over, fn, status, -1, fields, fields ? n : 0, PCOLL_ERR_ARG);
     free(fields);
     return rc;
 }

@@ -1,13 +1,32 @@
 /*
- * Agreement of collective setup calls (pcoll_init, pcoll_partial_create):
- * every rank must call them with the same arguments and configuration, and
- * a failure at one rank must not leave the others waiting.  Each rank brings
- * its local status and the values that must agree; one MPI_Allgather later
- * every rank knows whether to go on, and if not, every rank fails with a
- * message naming what differs (or what failed) and at which ranks:
+ * Agreement of collective setup calls: pcoll_init, the creation of partial,
+ * preduce and fusion objects, calibration, persistent plans, and
+ * pcoll_agree for the layers above.  Every member must call them with the
+ * same arguments and configuration, and a failure at one member must not
+ * leave the others waiting.  Each member brings its local status (what it
+ * found alone: a bad argument, no memory) and the values that must agree;
+ * one gather later every member knows whether to go on, and if not, every
+ * member fails with a message naming what differs (or what failed, and
+ * why, in the failing member's own words) and at which ranks:
  *
- *   pcoll_partial_create: count differs between ranks: 4 at ranks 0, 2, 3; 8 at rank 1
- *   pcoll_init: PCOLL_SPIN_US is invalid at rank 2; every rank fails
+ *   pcoll_partial_create: count differs between ranks: 4 at rank(s) 0, 2, 3; 8 at rank(s) 1
+ *   pcoll_init: PCOLL_SPIN_US is invalid at rank 2 (there: PCOLL_SPIN_US="5 " is not ...); every rank fails
+ *
+ * Every setup call reaches its agreement whatever its local checks found, so
+ * that a member with a bad argument fails the others at once instead of
+ * leaving them in the next collective step.  The one exception is a member
+ * whose group list itself is unusable: it cannot know whom to agree with.
+ *
+ *   member i:  row i = [status, bad field, values...]   --gather-->  rows of all members
+ *              the first failing member (lowest index): every member fails,
+ *                its message distributed from it (a second step, on failure only);
+ *              else the first field that differs: every member fails naming it
+ *
+ * The rows travel over an MPI communicator (pcoll_init: before the context
+ * exists) or over a group of the context (every other setup; all ranks as a
+ * group list), as a pcoll_allreduce in which each member fills its own row:
+ * a member that never comes is then named by the stall report and
+ * PCOLL_TIMEOUT_S, as in any other blocking call.
  */
 #ifndef PC_CORE_AGREE_H
 #define PC_CORE_AGREE_H
@@ -15,6 +34,8 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "pcoll.h"
 
 typedef struct pc_agree_field {
     const char *name;
@@ -24,15 +45,35 @@ typedef struct pc_agree_field {
     const char *(*text)(int64_t value, char *buf, size_t len);
 } pc_agree_field_t;
 
+/* Who agrees: every rank of `comm`, or (comm MPI_COMM_NULL) the members of
+ * `group` (NULL: every rank) of context ctx, in their order. */
+typedef struct pc_agree_over {
+    MPI_Comm comm;
+    pcoll_t *ctx;
+    const int *group;
+    int group_size;
+} pc_agree_over_t;
+
+static inline pc_agree_over_t pc_agree_comm(MPI_Comm comm) { return (pc_agree_over_t){comm, NULL, NULL, 0}; }
+static inline pc_agree_over_t pc_agree_group(pcoll_t *ctx, const int *group, int group_size)
+{
+    return (pc_agree_over_t){MPI_COMM_NULL, ctx, group, group_size};
+}
+
 /*
- * Collective over comm.  status: this rank's result so far (an error was
- * raised here already); bad: the field a local failure is about (-1: none).
- * Returns PCOLL_SUCCESS when every rank succeeded and the must_agree fields
- * are equal everywhere; else every rank returns an error: a rank that
- * failed its own status (its message stays), the others the first failing
- * rank's status, or differ_status when only the values differ.
+ * Collective over `over`.  status: this member's result so far (an error
+ * was raised here already, its message in pcoll_last_error()); bad: the
+ * field a local failure is about (-1: none).  Returns PCOLL_SUCCESS when
+ * every member succeeded and the must_agree fields are equal everywhere;
+ * else every member returns an error: a member that failed its own status
+ * (its message stays), the others the first failing member's status, or
+ * differ_status when only the values differ.
  */
-int pc_agree(MPI_Comm comm, const char *fn, int status, int bad, const pc_agree_field_t *fields, int nfields,
-             int differ_status);
+int pc_agree(const pc_agree_over_t *over, const char *fn, int status, int bad, const pc_agree_field_t *fields,
+             int nfields, int differ_status);
+
+/* A step of a setup with nothing to compare: the others learn whether it
+ * failed here (pc_agree with no fields). */
+int pc_agree_step(const pc_agree_over_t *over, const char *fn, int status);
 
 #endif

@@ -25,6 +25,7 @@
 #include "../engine/reduce.h"
 #include "../util/error.h"
 #include "../util/log.h"
+#include "agree.h"
 #include "op.h"
 #include "plan.h"
 #include "stall.h"
@@ -155,8 +156,8 @@ void pc_requests_clear(pcoll_t *ctx)
 
 /* ---- application thread ---- */
 
-static int check_args(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
-                      pcoll_op_t op, const char *fn)
+int pc_op_check_args(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                     pcoll_op_t op, const char *fn)
 {
     int rc = pc_ctx_check(ctx, fn);
     if (rc != PCOLL_SUCCESS) return rc;
@@ -194,72 +195,88 @@ static int claim_identity(pcoll_t *ctx, int world, int plan, pc_group_t *g, pcol
     return PCOLL_SUCCESS;
 }
 
+/* Under ctx->lock: the group's record (one more user) and this rank's
+ * place in it. */
+static int take_group(pcoll_t *ctx, const int *group, int group_size, const char *fn, pc_group_t **out,
+                      pc_op_args_t *a)
+{
+    pc_group_t *g;
+    int rc = pc_groups_get(&ctx->groups, group, group_size, fn, &g);
+    if (rc != PCOLL_SUCCESS) return rc;
+    if (g->broken) {
+        pc_groups_put(&ctx->groups, g);
+        return pc_error(PCOLL_ERR_STATE, fn,
+                        "an earlier operation on this group timed out at this rank: its members are out of step");
+    }
+    a->n = g->n;
+    a->me = g->me;
+    *out = g;
+    return PCOLL_SUCCESS;
+}
+
+/* What a failed prepare took, given back: the group's record, the
+ * schedule (to the cache if it may go there), the members' bases. */
+static void give_back(pcoll_t *ctx, pc_group_t *g, const pc_op_args_t *a, pc_built_t *b, int cacheable, int *bases)
+{
+    free(bases);
+    if (b && cacheable)
+        cache_put(ctx, a, b);
+    else if (b)
+        pc_built_free(b);
+    if (g) {
+        pthread_mutex_lock(&ctx->lock);
+        pc_groups_put(&ctx->groups, g);
+        pthread_mutex_unlock(&ctx->lock);
+    }
+}
+
 int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
                   const int *group, int group_size, int plan, pcoll_allreduce_algo_t algo, const char *fn,
                   pcoll_request_t *req)
 {
-    int rc = check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+    int rc = pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     int world = group == NULL && !plan;
     pc_op_args_t a = {ctx->size, ctx->rank, count, dtype, op, PCOLL_ALGO_AUTO,
                       sendbuf == PCOLL_IN_PLACE || sendbuf == recvbuf};
     pc_group_t *g = NULL;
-    pthread_mutex_lock(&ctx->lock);
-    if (!world) {
-        rc = pc_groups_get(&ctx->groups, group, group_size, fn, &g);
-        if (rc == PCOLL_SUCCESS && g->broken) {
-            pc_groups_put(&ctx->groups, g);
-            rc = pc_error(PCOLL_ERR_STATE, fn,
-                          "an earlier operation on this group timed out at this rank: its members are out of step");
-        }
-        if (rc != PCOLL_SUCCESS) {
-            pthread_mutex_unlock(&ctx->lock);
-            return rc;
-        }
-        a.n = g->n;
-        a.me = g->me;
-    }
-    a.algo = algo != PCOLL_ALGO_AUTO
-                 ? algo
-                 : pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
-                                       atomic_load(&ctx->small_bytes), count * pcoll_dtype_size(dtype), a.n);
     pc_built_t b;
-    int cached = !plan && cache_take(ctx, &a, &b);
-    /* the common case, a world operation with its schedule cached, takes
-     * the lock once */
-    int claimed = cached && world;
-    if (claimed) rc = claim_identity(ctx, world, plan, g, req, fn);
-    pthread_mutex_unlock(&ctx->lock);
-    if (claimed && rc != PCOLL_SUCCESS) {
-        cache_put(ctx, &a, &b);
-        return rc;
+    int have = 0, claimed = 0; /* a schedule; the identity */
+    /* 1, under the lock: the group, the algorithm, a cached schedule; a
+     * world operation whose schedule was cached (the common case) claims
+     * its identity too and takes the lock only once */
+    pthread_mutex_lock(&ctx->lock);
+    if (!world) rc = take_group(ctx, group, group_size, fn, &g, &a);
+    if (rc == PCOLL_SUCCESS) {
+        a.algo = algo != PCOLL_ALGO_AUTO ? algo : pc_ctx_algo(ctx, PC_USE_CALL, count * pcoll_dtype_size(dtype), a.n);
+        have = !plan && cache_take(ctx, &a, &b);
+        claimed = have && world;
+        if (claimed) rc = claim_identity(ctx, world, plan, g, req, fn);
     }
-    if (!cached && (rc = pc_built_make(&a, &b)) != PCOLL_SUCCESS) {
-        if (g) {
-            pthread_mutex_lock(&ctx->lock);
-            pc_groups_put(&ctx->groups, g);
-            pthread_mutex_unlock(&ctx->lock);
-        }
-        return pc_error(rc, fn, "cannot build the %s schedule", pcoll_allreduce_algo_name(a.algo));
+    pthread_mutex_unlock(&ctx->lock);
+    /* 2, outside it: a schedule built, the members' bases */
+    if (rc == PCOLL_SUCCESS && !have) {
+        rc = pc_built_make(&a, &b);
+        if (rc == PCOLL_SUCCESS)
+            have = 1;
+        else
+            rc = pc_error(rc, fn, "cannot build the %s schedule", pcoll_allreduce_algo_name(a.algo));
     }
     int *bases = NULL;
-    if (!world && !(bases = malloc(sizeof(int) * (size_t)a.n))) rc = PCOLL_ERR_NOMEM;
-    for (int i = 0; bases && i < a.n; i++) bases[i] = -1;
-    if (!claimed) {
-        pthread_mutex_lock(&ctx->lock);
-        if (rc != PCOLL_SUCCESS)
-            rc = pc_error(rc, fn, "no memory for the operation");
+    if (rc == PCOLL_SUCCESS && !world) {
+        if ((bases = malloc(sizeof(int) * (size_t)a.n)) != NULL)
+            for (int i = 0; i < a.n; i++) bases[i] = -1;
         else
-            rc = claim_identity(ctx, world, plan, g, req, fn);
-        if (rc != PCOLL_SUCCESS && g) pc_groups_put(&ctx->groups, g);
+            rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the operation");
+    }
+    /* 3, under the lock: the identity */
+    if (rc == PCOLL_SUCCESS && !claimed) {
+        pthread_mutex_lock(&ctx->lock);
+        rc = claim_identity(ctx, world, plan, g, req, fn);
         pthread_mutex_unlock(&ctx->lock);
     }
     if (rc != PCOLL_SUCCESS) {
-        free(bases);
-        if (cached || !plan)
-            cache_put(ctx, &a, &b);
-        else
-            pc_built_free(&b);
+        give_back(ctx, g, &a, have ? &b : NULL, !plan, bases);
         return rc;
     }
     pc_sched_bind(b.sched, PC_SLOT_IN, a.inplace ? NULL : (void *)sendbuf);
@@ -300,11 +317,35 @@ static int finish(pcoll_request_t *req, int waited, const char *fn)
 }
 
 /* A prepared request for an allreduce call (fn), or an error. */
+static const char *dtype_text(int64_t v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return pcoll_dtype_name((pcoll_dtype_t)v);
+}
+
+/* PCOLL_CHECK: before an operation on all ranks (which has no handshake
+ * that could compare them), the ranks agree on its count, type and op, so
+ * that a rank calling otherwise fails every rank, naming the difference,
+ * instead of wrong sums or a hang.  Its own local checks are agreed on too:
+ * the operation's sequence number is taken only once every rank goes on. */
+static int check_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                      pcoll_op_t op, const char *fn)
+{
+    int rc = pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+    pc_agree_field_t fields[3] = {
+        {"count", (int64_t)count, 1, NULL}, {"dtype", (int64_t)dtype, 1, dtype_text}, {"op", (int64_t)op, 1, NULL}};
+    pc_agree_over_t all = pc_agree_group(ctx, NULL, 0);
+    return pc_agree(&all, fn, rc, -1, fields, 3, PCOLL_ERR_ARG);
+}
+
 static int new_request(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                        pcoll_op_t op, const int *group, int group_size, const char *fn, pcoll_request_t **out)
 {
     int rc = pc_ctx_check(ctx, fn);
     if (rc != PCOLL_SUCCESS) return rc;
+    if (ctx->check && !group && (rc = check_call(ctx, sendbuf, recvbuf, count, dtype, op, fn)) != PCOLL_SUCCESS)
+        return rc;
     pcoll_request_t *req = req_alloc(ctx);
     if (!req) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a request");
     rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, PCOLL_ALGO_AUTO, fn, req);
@@ -389,6 +430,5 @@ int pcoll_wait(pcoll_request_t **preq)
 pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size)
 {
     if (!ctx) return PCOLL_ALGO_AUTO;
-    return pc_allreduce_choose((pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
-                               atomic_load(&ctx->small_bytes), bytes, group_size);
+    return pc_ctx_algo(ctx, PC_USE_CALL, bytes, group_size);
 }

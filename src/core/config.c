@@ -1,3 +1,4 @@
+/* The PCOLL_* variables: one table (config.h). */
 #include "config.h"
 
 #include <stdio.h>
@@ -8,23 +9,27 @@
 #include "../util/log.h"
 #include "../util/parse.h"
 
-void pc_config_defaults(pc_config_t *cfg, int oversubscribed)
+void pc_config_defaults(pc_config_t *cfg)
 {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->log_level = pcoll_get_log_level(); /* as the process has it: PCOLL_LOG overrides */
     cfg->algo = PCOLL_ALGO_AUTO;
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
     cfg->partial_shm_bytes = (size_t)4 << 20;
+    cfg->ranks_per_node = 0;
+    cfg->check = 0;
     cfg->stall_warn_s = 60;
     cfg->timeout_s = 0;
-    /* with more threads than CPUs a spinning thread takes the CPU from the
-     * very rank it waits for: block at once instead */
-    cfg->policy.idle_spin_us = oversubscribed ? 0 : 50;
-    cfg->policy.wait_spin_us = oversubscribed ? 0 : 50;
+    cfg->policy.idle_spin_us = 50;
+    cfg->policy.wait_spin_us = 50;
     cfg->policy.active_spin_us = 2000;
     cfg->policy.max_sleep_us = 200;
+    cfg->set = 0;
 }
 
 static const char *algo_names[] = {"auto", "recdbl", "rabenseifner", "ring", "direct"};
+static const char *level_names[] = {"none", "error", "warn", "info", "debug"};
 
 const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo)
 {
@@ -42,98 +47,193 @@ int pc_config_parse_algo(const char *text, pcoll_allreduce_algo_t *algo)
     return -1;
 }
 
-/* ---- the variables ---- */
+/* ---- the table ---- */
 
-typedef enum { V_LOG, V_ALGO, V_BYTES, V_INT, V_SECONDS } var_kind_t;
+typedef enum { V_LEVEL, V_ALGO, V_BYTES, V_INT, V_BOOL, V_SECONDS } var_kind_t;
 
 typedef struct var {
-    const char *name;
+    pcoll_config_var_t pub; /* name, range, default, description, api, must_agree */
     var_kind_t kind;
-    int must_agree;
-    size_t off;           /* the field in pc_config_t */
-    long min, max;        /* V_INT, V_SECONDS */
-    const char *expected; /* what a valid value looks like */
+    size_t off;             /* the field in pc_config_t */
+    long min, max;          /* V_INT, V_SECONDS */
 } var_t;
 
 #define FIELD(f) offsetof(pc_config_t, f)
 static const var_t vars[] = {
-    {"PCOLL_LOG_LEVEL", V_LOG, 0, 0, 0, 0, "none|error|warn|info|debug or 0-4"},
-    {"PCOLL_ALLREDUCE_ALGO", V_ALGO, 1, FIELD(algo), 0, 0, "auto|recdbl|rabenseifner|ring|direct"},
-    {"PCOLL_ALLREDUCE_DIRECT_BYTES", V_BYTES, 1, FIELD(direct_bytes), 0, 0, "a byte size (e.g. 4096, 4K)"},
-    {"PCOLL_ALLREDUCE_SMALL_BYTES", V_BYTES, 1, FIELD(small_bytes), 0, 0, "a byte size (e.g. 8192, 64K)"},
-    {"PCOLL_PARTIAL_SHM_BYTES", V_BYTES, 1, FIELD(partial_shm_bytes), 0, 0, "a byte size (e.g. 0, 256K)"},
-    {"PCOLL_STALL_WARN_S", V_SECONDS, 0, FIELD(stall_warn_s), 0, 1000000, "seconds, 0 (off) to 1000000"},
-    {"PCOLL_TIMEOUT_S", V_SECONDS, 0, FIELD(timeout_s), 0, 1000000, "seconds, 0 (never) to 1000000"},
-    {"PCOLL_SPIN_US", V_INT, 0, FIELD(policy.idle_spin_us), 0, 10000000, "a whole number in 0..10000000"},
-    {"PCOLL_WAIT_SPIN_US", V_INT, 0, FIELD(policy.wait_spin_us), 0, 10000000, "a whole number in 0..10000000"},
-    {"PCOLL_ACTIVE_SPIN_US", V_INT, 0, FIELD(policy.active_spin_us), 0, 10000000, "a whole number in 0..10000000"},
-    {"PCOLL_POLL_MAX_US", V_INT, 0, FIELD(policy.max_sleep_us), 1, 1000000, "a whole number in 1..1000000"},
+    {{"PCOLL_LOG_LEVEL", "none|error|warn|info|debug or 0-4", "warn",
+      "what pcoll prints: errors returned to the caller are logged at warn", "pcoll_set_log_level", 0},
+     V_LEVEL, FIELD(log_level), 0, 4},
+    {{"PCOLL_ALLREDUCE_ALGO", "auto|recdbl|rabenseifner|ring|direct", "auto",
+      "the allreduce algorithm, or auto: chosen by size and group size", "pcoll_set_allreduce_algo", 1},
+     V_ALGO, FIELD(algo), 0, 0},
+    {{"PCOLL_ALLREDUCE_DIRECT_BYTES", "a byte size (e.g. 4096, 4K)", "32768",
+      "auto uses the direct algorithm when (bytes + 1 KiB) x (group size - 1) is at most this",
+      "pcoll_set_allreduce_thresholds", 1},
+     V_BYTES, FIELD(direct_bytes), 0, 0},
+    {{"PCOLL_ALLREDUCE_SMALL_BYTES", "a byte size (e.g. 8192, 64K)", "8192",
+      "otherwise auto uses recursive doubling up to this size, then Rabenseifner (power-of-two groups) or ring",
+      "pcoll_set_allreduce_thresholds", 1},
+     V_BYTES, FIELD(small_bytes), 0, 0},
+    {{"PCOLL_PARTIAL_SHM_BYTES", "a byte size (e.g. 0, 256K)", "4M",
+      "partial objects up to this size run their rounds in node-shared memory (0: never)", "", 1},
+     V_BYTES, FIELD(partial_shm_bytes), 0, 0},
+    {{"PCOLL_RANKS_PER_NODE", "a whole number in 0..1073741824", "0",
+      "0: nodes are the machine's (shared memory); K: each also split into blocks of K consecutive ranks", "", 1},
+     V_INT, FIELD(ranks_per_node), 0, 1L << 30},
+    {{"PCOLL_CHECK", "0|1", "0",
+      "1: every allreduce on all ranks first checks that the ranks call it with the same count, type and op "
+      "(group operations, plans and objects always check)",
+      "",
+      1},
+     V_BOOL, FIELD(check), 0, 1},
+    {{"PCOLL_STALL_WARN_S", "seconds, 0 (off) to 1000000", "60",
+      "a blocking call that has waited this long prints one warning naming what it waits for and which ranks",
+      "pcoll_set_timeouts", 0},
+     V_SECONDS, FIELD(stall_warn_s), 0, 1000000},
+    {{"PCOLL_TIMEOUT_S", "seconds, 0 (never) to 1000000", "0",
+      "a blocking call that has waited this long fails with PCOLL_ERR_TIMEOUT, naming them", "pcoll_set_timeouts",
+      0},
+     V_SECONDS, FIELD(timeout_s), 0, 1000000},
+    {{"PCOLL_SPIN_US", "a whole number in 0..10000000", "50 (0 oversubscribed)",
+      "the progressing thread polls this long after the last activity when only idle receives are posted",
+      "pcoll_set_progress_policy", 0},
+     V_INT, FIELD(policy.idle_spin_us), 0, 10000000},
+    {{"PCOLL_ACTIVE_SPIN_US", "a whole number in 0..10000000", "2000",
+      "the same while operations are in flight", "pcoll_set_progress_policy", 0},
+     V_INT, FIELD(policy.active_spin_us), 0, 10000000},
+    {{"PCOLL_WAIT_SPIN_US", "a whole number in 0..10000000", "50 (0 oversubscribed)",
+      "an application thread waiting while another one progresses pcoll polls this long before it blocks",
+      "pcoll_set_progress_policy", 0},
+     V_INT, FIELD(policy.wait_spin_us), 0, 10000000},
+    {{"PCOLL_POLL_MAX_US", "a whole number in 1..1000000", "200",
+      "the longest pause between polls of a thread waiting for messages that cannot wake it",
+      "pcoll_set_progress_policy", 0},
+     V_INT, FIELD(policy.max_sleep_us), 1, 1000000},
 };
 #define NVARS ((int)(sizeof vars / sizeof vars[0]))
+_Static_assert(sizeof vars / sizeof vars[0] <= PC_CONFIG_MAX_VARS && PC_CONFIG_MAX_VARS <= 32,
+               "PC_CONFIG_MAX_VARS: too small, or more than the bits of pc_config_t.set");
 
 int pc_config_nvars(void) { return NVARS; }
-const char *pc_config_var_name(int i) { return i >= 0 && i < NVARS ? vars[i].name : "?"; }
-int pc_config_var_must_agree(int i) { return i >= 0 && i < NVARS && vars[i].must_agree; }
 
-double pc_config_var_value(const pc_config_t *cfg, int i)
-{
-    const char *at = (const char *)cfg + vars[i].off;
-    switch (vars[i].kind) {
-    case V_ALGO: return (double)*(const pcoll_allreduce_algo_t *)at;
-    case V_BYTES: return (double)*(const size_t *)at;
-    case V_INT: return (double)*(const int *)at;
-    case V_SECONDS: return *(const double *)at;
-    default: return (double)pcoll_get_log_level();
-    }
-}
-
-void pc_config_var_text(const pc_config_t *cfg, int i, char *buf, size_t len)
-{
-    double v = pc_config_var_value(cfg, i);
-    if (vars[i].kind == V_ALGO)
-        snprintf(buf, len, "%s", pcoll_allreduce_algo_name((pcoll_allreduce_algo_t)(int)v));
-    else
-        snprintf(buf, len, "%.15g", v);
-}
+const pcoll_config_var_t *pcoll_config_var(int i) { return i >= 0 && i < NVARS ? &vars[i].pub : NULL; }
 
 /* 0 and the value stored, or -1 when the text is malformed */
 static int parse(const var_t *var, const char *text, pc_config_t *cfg)
 {
     char *at = (char *)cfg + var->off;
+    long x;
+    double d;
     switch (var->kind) {
-    case V_LOG: {
+    case V_LEVEL: {
         int level = pc_log_parse_level(text);
         if (level < 0) return -1;
-        pcoll_set_log_level((pcoll_log_level_t)level);
+        *(int *)at = level;
         return 0;
     }
     case V_ALGO: return pc_config_parse_algo(text, (pcoll_allreduce_algo_t *)at);
     case V_BYTES: return pc_parse_bytes(text, (size_t *)at);
-    case V_INT: {
-        long x;
+    case V_INT:
+    case V_BOOL:
         if (pc_parse_long(text, var->min, var->max, &x) != 0) return -1;
         *(int *)at = (int)x;
         return 0;
-    }
-    case V_SECONDS: {
-        double x;
-        if (pc_parse_double(text, &x) != 0 || x < (double)var->min || x > (double)var->max) return -1;
-        *(double *)at = x;
+    case V_SECONDS:
+        if (pc_parse_double(text, &d) != 0 || d < (double)var->min || d > (double)var->max) return -1;
+        *(double *)at = d;
         return 0;
     }
-    }
     return -1;
+}
+
+/* variable i of cfg as a number to compare between ranks */
+static int64_t value_of(const pc_config_t *cfg, int i)
+{
+    const char *at = (const char *)cfg + vars[i].off;
+    switch (vars[i].kind) {
+    case V_ALGO: return (int64_t)*(const pcoll_allreduce_algo_t *)at;
+    case V_BYTES: return (int64_t)*(const size_t *)at;
+    case V_SECONDS: return (int64_t)(*(const double *)at * 1e6); /* microseconds */
+    default: return *(const int *)at;
+    }
+}
+
+/* variable i of cfg as text */
+static void text_of(const pc_config_t *cfg, int i, char *buf, size_t len)
+{
+    const char *at = (const char *)cfg + vars[i].off;
+    switch (vars[i].kind) {
+    case V_LEVEL: snprintf(buf, len, "%s", level_names[*(const int *)at]); break;
+    case V_ALGO: snprintf(buf, len, "%s", pcoll_allreduce_algo_name(*(const pcoll_allreduce_algo_t *)at)); break;
+    case V_BYTES: snprintf(buf, len, "%zu", *(const size_t *)at); break;
+    case V_SECONDS: snprintf(buf, len, "%g", *(const double *)at); break;
+    default: snprintf(buf, len, "%d", *(const int *)at); break;
+    }
 }
 
 int pc_config_from_env(pc_config_t *cfg, const char *fn, int *bad)
 {
     *bad = -1;
     for (int i = 0; i < NVARS; i++) {
-        const char *v = getenv(vars[i].name);
-        if (v && parse(&vars[i], v, cfg) != 0) {
+        const char *v = getenv(vars[i].pub.name);
+        if (!v) continue;
+        if (parse(&vars[i], v, cfg) != 0) {
             *bad = i;
-            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s", vars[i].name, v, vars[i].expected);
+            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s", vars[i].pub.name, v, vars[i].pub.range);
         }
+        cfg->set |= 1u << i;
     }
     return PCOLL_SUCCESS;
+}
+
+static int is_set(const pc_config_t *cfg, size_t off)
+{
+    for (int i = 0; i < NVARS; i++)
+        if (vars[i].off == off) return (cfg->set >> i) & 1;
+    return 0;
+}
+
+void pc_config_for_machine(pc_config_t *cfg, int oversubscribed)
+{
+    /* with more threads than CPUs a spinning thread takes the CPU from the
+     * very rank it waits for: block at once instead */
+    if (!oversubscribed) return;
+    if (!is_set(cfg, FIELD(policy.idle_spin_us))) cfg->policy.idle_spin_us = 0;
+    if (!is_set(cfg, FIELD(policy.wait_spin_us))) cfg->policy.wait_spin_us = 0;
+}
+
+static const char *algo_text(int64_t v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return pcoll_allreduce_algo_name((pcoll_allreduce_algo_t)v);
+}
+
+int pc_config_fields(const pc_config_t *cfg, pc_agree_field_t *f)
+{
+    for (int i = 0; i < NVARS; i++)
+        f[i] = (pc_agree_field_t){vars[i].pub.name, value_of(cfg, i), vars[i].pub.must_agree,
+                                  vars[i].kind == V_ALGO ? algo_text : NULL};
+    return NVARS;
+}
+
+int pcoll_config_get(const char *name, char *value, size_t len)
+{
+    static const char *fn = "pcoll_config_get";
+    if (!name || !value) return pc_error(PCOLL_ERR_NULL, fn, "%s is NULL", !name ? "name" : "value");
+    for (int i = 0; i < NVARS; i++) {
+        if (strcmp(name, vars[i].pub.name) != 0) continue;
+        const char *v = getenv(name);
+        if (!v) { /* the default (its text: some depend on the machine) */
+            snprintf(value, len, "%s", vars[i].pub.default_value);
+            return PCOLL_SUCCESS;
+        }
+        pc_config_t cfg;
+        pc_config_defaults(&cfg);
+        if (parse(&vars[i], v, &cfg) != 0)
+            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s", name, v, vars[i].pub.range);
+        text_of(&cfg, i, value, len);
+        return PCOLL_SUCCESS;
+    }
+    return pc_error(PCOLL_ERR_ARG, fn, "name \"%s\" is not a PCOLL_* variable of pcoll_init", name);
 }

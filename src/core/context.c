@@ -24,6 +24,7 @@
 int pc_ctx_check(const pcoll_t *ctx, const char *fn)
 {
     if (!ctx) return pc_error(PCOLL_ERR_NULL, fn, "ctx is NULL (call pcoll_init first)");
+    pc_log_set_rank(ctx->rank, ctx->id); /* this thread's log lines are this context's */
     return PCOLL_SUCCESS;
 }
 
@@ -52,21 +53,49 @@ static int check_mpi_threads(int *owns_mpi)
     return PCOLL_SUCCESS;
 }
 
-/* Collective: which ranks share a node (MPI_COMM_TYPE_SHARED), as
- * ctx->node_of; returns the number of ranks on this one (1 if MPI cannot
- * say: every rank is then a node of its own, alike at every rank). */
-static int detect_nodes(pcoll_t *ctx, const char *fn, int *rc)
+pcoll_allreduce_algo_t pc_ctx_algo(const pcoll_t *ctx, pc_algo_use_t use, size_t bytes, int n)
 {
-    MPI_Comm node;
-    int local = 1, label = ctx->rank;
-    if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        MPI_Comm_size(node, &local);
-        MPI_Allreduce(MPI_IN_PLACE, &label, 1, MPI_INT, MPI_MIN, node);
-        MPI_Comm_free(&node);
+    return pc_allreduce_choose(use, (pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
+                               atomic_load(&ctx->small_bytes), bytes, n);
+}
+
+/* Collective: the node map.  Ranks share a node when MPI says they share
+ * memory (MPI_COMM_TYPE_SHARED) and, with PCOLL_RANKS_PER_NODE = K, when
+ * they are also in one block of K consecutive ranks: K can only split the
+ * machine's nodes, never join them, so a node still shares memory.
+ * *local: the ranks on this rank's machine node (for oversubscription). */
+static int make_node_map(pcoll_t *ctx, int per_node, int *local, const char *fn)
+{
+    MPI_Comm shm = MPI_COMM_NULL;
+    int label = ctx->rank, rc = PCOLL_SUCCESS;
+    *local = 1;
+    if (MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm) == MPI_SUCCESS) {
+        MPI_Comm_size(shm, local);
+        MPI_Allreduce(MPI_IN_PLACE, &label, 1, MPI_INT, MPI_MIN, shm);
+    } else { /* every rank a node of its own, alike at every rank */
+        shm = MPI_COMM_NULL;
     }
-    int mrc = MPI_Allgather(&label, 1, MPI_INT, ctx->node_of, 1, MPI_INT, ctx->comm);
-    if (mrc != MPI_SUCCESS && *rc == PCOLL_SUCCESS) *rc = pc_mpi_error(mrc, fn, "MPI_Allgather");
-    return local;
+    int *labels = malloc(sizeof(int) * (size_t)ctx->size);
+    pc_agree_over_t over = pc_agree_comm(ctx->comm);
+    rc = pc_agree_step(&over, fn, labels ? PCOLL_SUCCESS : pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the node map"));
+    int mrc = rc == PCOLL_SUCCESS ? MPI_Allgather(&label, 1, MPI_INT, labels, 1, MPI_INT, ctx->comm) : MPI_SUCCESS;
+    if (mrc != MPI_SUCCESS) rc = pc_mpi_error(mrc, fn, "MPI_Allgather (the node map)");
+    /* the block split, in the labels and in the node's communicator */
+    int block = per_node > 0 ? ctx->rank / per_node : 0;
+    if (rc == PCOLL_SUCCESS && per_node > 0) /* one label per (machine node, block) */
+        for (int r = 0; r < ctx->size; r++)
+            labels[r] = labels[r] * ((ctx->size + per_node - 1) / per_node + 1) + r / per_node;
+    if (rc == PCOLL_SUCCESS && pc_nodes_init(&ctx->nodes, ctx->size, labels) != 0)
+        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the node map");
+    free(labels);
+    MPI_Comm base = shm != MPI_COMM_NULL ? shm : MPI_COMM_SELF;
+    mrc = MPI_Comm_split(base, block, ctx->rank, &ctx->node_comm);
+    if (mrc != MPI_SUCCESS) {
+        ctx->node_comm = MPI_COMM_NULL;
+        if (rc == PCOLL_SUCCESS) rc = pc_mpi_error(mrc, fn, "MPI_Comm_split (the node's communicator)");
+    }
+    if (shm != MPI_COMM_NULL) MPI_Comm_free(&shm);
+    return rc;
 }
 
 /* Does this node run more threads (two per rank: application and progress)
@@ -102,7 +131,8 @@ static void destroy(pcoll_t *ctx)
     pc_idpool_destroy(&ctx->ids);
     free(ctx->world.busy);
     free(ctx->object_channels);
-    free(ctx->node_of);
+    pc_nodes_destroy(&ctx->nodes);
+    if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
     if (ctx->ctrl_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->ctrl_comm);
     pthread_mutex_destroy(&ctx->lock);
@@ -122,41 +152,87 @@ static void open_task(pc_engine_t *e, void *arg)
 
 static int nothing_inflight(void *arg) { return atomic_load(&((pcoll_t *)arg)->inflight) == 0; }
 
-static const char *algo_text(int64_t v, char *buf, size_t len)
-{
-    (void)buf;
-    (void)len;
-    return pcoll_allreduce_algo_name((pcoll_allreduce_algo_t)v);
-}
+/* ---- pcoll_init, step by step: each step is collective, and the ranks
+ * agree after each, so that a failure at one rank fails them all ---- */
 
-/* The variables that must be equal everywhere, with this rank's values. */
-static int config_fields(const pc_config_t *cfg, pc_agree_field_t *f)
+/* The context's memory and its two duplicates of comm (MPI_ERRORS_RETURN). */
+static int init_comms(MPI_Comm comm, int owns_mpi, pcoll_t **out, const char *fn)
 {
-    int n = 0;
-    for (int i = 0; i < pc_config_nvars(); i++) {
-        f[n].name = pc_config_var_name(i);
-        f[n].value = (int64_t)pc_config_var_value(cfg, i);
-        f[n].must_agree = pc_config_var_must_agree(i);
-        f[n].text = strcmp(f[n].name, "PCOLL_ALLREDUCE_ALGO") == 0 ? algo_text : NULL;
-        n++;
+    pcoll_t *ctx = calloc(1, sizeof *ctx);
+    int rc = ctx ? PCOLL_SUCCESS : pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the context");
+    if (ctx) {
+        static atomic_int contexts = 0;
+        ctx->id = atomic_fetch_add(&contexts, 1) + 1;
+        ctx->owns_mpi = owns_mpi;
+        ctx->comm = ctx->ctrl_comm = ctx->node_comm = MPI_COMM_NULL;
+        pthread_mutex_init(&ctx->lock, NULL);
+        ctx->world.broken_seq = UINT64_MAX;
+        atomic_init(&ctx->inflight, 0);
     }
-    return n;
+    MPI_Comm dup[2] = {MPI_COMM_NULL, MPI_COMM_NULL};
+    for (int k = 0; k < 2; k++) { /* collective: taken part in even without memory */
+        int mrc = MPI_Comm_dup(comm, &dup[k]);
+        if (mrc == MPI_SUCCESS) mrc = MPI_Comm_set_errhandler(dup[k], MPI_ERRORS_RETURN);
+        if (mrc != MPI_SUCCESS && rc == PCOLL_SUCCESS) rc = pc_mpi_error(mrc, fn, "MPI_Comm_dup");
+    }
+    if (ctx) {
+        ctx->comm = dup[0];
+        ctx->ctrl_comm = dup[1];
+    } else {
+        for (int k = 0; k < 2; k++)
+            if (dup[k] != MPI_COMM_NULL) MPI_Comm_free(&dup[k]);
+    }
+    *out = ctx;
+    return rc;
 }
 
-/* One init step at every rank; the others learn if it failed here. */
-static int agree_step(MPI_Comm comm, int rc)
+/* The node map, the settings (whose defaults depend on the machine), the
+ * tag space and the tables of channels, groups and receive ids. */
+static int init_tables(pcoll_t *ctx, pc_config_t *cfg, const char *fn)
 {
-    struct {
-        int status, rank;
-    } in = {rc, 0}, worst = {0, 0};
-    MPI_Comm_rank(comm, &in.rank);
-    int mrc = MPI_Allreduce(&in, &worst, 1, MPI_2INT, MPI_MINLOC, comm);
-    if (rc != PCOLL_SUCCESS) return rc; /* our own message says why */
-    if (mrc != MPI_SUCCESS) return pc_mpi_error(mrc, "pcoll_init", "MPI_Allreduce");
-    if (worst.status != PCOLL_SUCCESS)
-        return pc_error(worst.status, "pcoll_init", "rank %d failed (%s); every rank fails", worst.rank,
-                        pcoll_strerror(worst.status));
-    return PCOLL_SUCCESS;
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->size);
+    pc_log_set_rank(ctx->rank, ctx->id);
+    int local = 1;
+    int rc = make_node_map(ctx, cfg->ranks_per_node, &local, fn);
+    ctx->oversubscribed = oversubscribed(local);
+    pc_config_for_machine(cfg, ctx->oversubscribed);
+    atomic_init(&ctx->algo, (int)cfg->algo);
+    atomic_init(&ctx->direct_bytes, cfg->direct_bytes);
+    atomic_init(&ctx->small_bytes, cfg->small_bytes);
+    atomic_init(&ctx->stall_warn_s, cfg->stall_warn_s);
+    atomic_init(&ctx->timeout_s, cfg->timeout_s);
+    ctx->partial_shm_bytes = cfg->partial_shm_bytes;
+    ctx->check = cfg->check;
+    long ub = tag_ub_of(ctx->comm);
+    if (rc == PCOLL_SUCCESS && pc_tags_init(&ctx->tags, ub) != 0)
+        rc = pc_error(PCOLL_ERR_LIMIT, fn, "MPI_TAG_UB is %ld; pcoll needs at least 2^%d - 1", ub, PC_TAGS_MIN_BITS);
+    if (rc == PCOLL_SUCCESS && !(ctx->object_channels = calloc(ctx->tags.nchannels, 1)))
+        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the channel table");
+    if (rc == PCOLL_SUCCESS && pc_groups_init(&ctx->groups, ctx->size, ctx->rank) != PCOLL_SUCCESS)
+        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the group registry");
+    if (rc == PCOLL_SUCCESS) pc_idpool_init(&ctx->ids, ctx->tags.nids);
+    /* the largest service message: a HELLO or question listing every rank,
+     * or an answer or activation carrying a bitmap of them */
+    if (rc == PCOLL_SUCCESS && pc_service_create(ctx, 128 + 4 * (size_t)ctx->size, &ctx->service) != PCOLL_SUCCESS)
+        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the service channel");
+    return rc;
+}
+
+/* The progress engine, its handlers on the holder, and a barrier: every
+ * rank listens before anyone sends. */
+static int init_engine(pcoll_t *ctx, const pc_config_t *cfg, const char *fn)
+{
+    pc_agree_over_t over = pc_agree_comm(ctx->comm);
+    int rc = pc_engine_create(ctx->comm, ctx->ctrl_comm, ctx->node_comm, &ctx->tags, &cfg->policy, ctx->id,
+                              &ctx->engine);
+    if ((rc = pc_agree_step(&over, fn, rc)) != PCOLL_SUCCESS) return rc;
+    atomic_fetch_add(&ctx->inflight, 1);
+    if (pc_engine_post(ctx->engine, open_task, ctx) != PCOLL_SUCCESS)
+        open_task(ctx->engine, ctx); /* no memory for the task: the progress thread is idle, nothing races */
+    pc_engine_wait(ctx->engine, nothing_inflight, ctx);
+    int mrc = MPI_Barrier(ctx->comm);
+    return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : pc_mpi_error(mrc, fn, "MPI_Barrier");
 }
 
 int pcoll_init(MPI_Comm comm, pcoll_t **out)
@@ -173,112 +249,36 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     /* what each rank can check alone; then the ranks agree before anything
      * else collective happens, so a failure at one rank fails them all */
     pc_config_t cfg;
-    pc_config_defaults(&cfg, 0);
+    pc_config_defaults(&cfg);
     int bad = -1;
     if (rc == PCOLL_SUCCESS && !out) rc = pc_error(PCOLL_ERR_NULL, fn, "ctx (the output pointer) is NULL");
     if (rc == PCOLL_SUCCESS) rc = pc_config_from_env(&cfg, fn, &bad);
-    pc_agree_field_t fields[32];
-    int nfields = config_fields(&cfg, fields);
-    rc = pc_agree(comm, fn, rc, bad, fields, nfields, PCOLL_ERR_CONFIG);
-    if (rc != PCOLL_SUCCESS) {
+    pc_agree_field_t fields[PC_CONFIG_MAX_VARS];
+    int nfields = pc_config_fields(&cfg, fields);
+    pc_agree_over_t over = pc_agree_comm(comm);
+    if ((rc = pc_agree(&over, fn, rc, bad, fields, nfields, PCOLL_ERR_CONFIG)) != PCOLL_SUCCESS) {
         if (owns_mpi) MPI_Finalize();
         return rc;
     }
-
-    int size = 0;
-    MPI_Comm_size(comm, &size);
-    pcoll_t *ctx = calloc(1, sizeof *ctx);
-    int *node_of = malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
-    if (ctx && node_of) {
-        ctx->owns_mpi = owns_mpi;
-        ctx->comm = MPI_COMM_NULL;
-        ctx->ctrl_comm = MPI_COMM_NULL;
-        pthread_mutex_init(&ctx->lock, NULL);
-        ctx->world.broken_seq = UINT64_MAX;
-        atomic_init(&ctx->inflight, 0);
-        ctx->node_of = node_of;
-    } else { /* no memory: every rank fails at the next agreement */
-        free(ctx);
-        free(node_of);
-        ctx = NULL;
-    }
-    /* the duplicate: collective; its failure at any rank fails all */
-    int mrc = MPI_Comm_dup(comm, ctx ? &ctx->comm : &(MPI_Comm){MPI_COMM_NULL});
-    if (!ctx)
-        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the context");
-    else if (mrc != MPI_SUCCESS) {
-        ctx->comm = MPI_COMM_NULL;
-        rc = pc_mpi_error(mrc, fn, "MPI_Comm_dup");
-    } else if ((mrc = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
-        rc = pc_mpi_error(mrc, fn, "MPI_Comm_set_errhandler");
-    if ((rc = agree_step(comm, rc)) != PCOLL_SUCCESS) goto fail;
-    /* the control traffic's own communicator (collective) */
-    if ((mrc = MPI_Comm_dup(ctx->comm, &ctx->ctrl_comm)) != MPI_SUCCESS) {
-        ctx->ctrl_comm = MPI_COMM_NULL;
-        rc = pc_mpi_error(mrc, fn, "MPI_Comm_dup");
-    } else if ((mrc = MPI_Comm_set_errhandler(ctx->ctrl_comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS) {
-        rc = pc_mpi_error(mrc, fn, "MPI_Comm_set_errhandler");
-    }
-    if ((rc = agree_step(comm, rc)) != PCOLL_SUCCESS) goto fail;
-    MPI_Comm_rank(ctx->comm, &ctx->rank);
-    MPI_Comm_size(ctx->comm, &ctx->size);
-    pc_log_set_rank(ctx->rank);
-    /* the policy defaults depend on the machine (collective); the variables
-     * still win */
-    ctx->oversubscribed = oversubscribed(detect_nodes(ctx, fn, &rc));
-    pc_config_defaults(&cfg, ctx->oversubscribed);
-    pc_config_from_env(&cfg, fn, &bad); /* parsed fine above */
-    atomic_init(&ctx->algo, (int)cfg.algo);
-    atomic_init(&ctx->direct_bytes, cfg.direct_bytes);
-    atomic_init(&ctx->small_bytes, cfg.small_bytes);
-    atomic_init(&ctx->stall_warn_s, cfg.stall_warn_s);
-    atomic_init(&ctx->timeout_s, cfg.timeout_s);
-    ctx->partial_shm_bytes = cfg.partial_shm_bytes;
-
-    long ub = tag_ub_of(ctx->comm);
-    if (pc_tags_init(&ctx->tags, ub) != 0)
-        rc = pc_error(PCOLL_ERR_LIMIT, fn, "MPI_TAG_UB is %ld; pcoll needs at least 2^%d - 1", ub, PC_TAGS_MIN_BITS);
-    if (rc == PCOLL_SUCCESS && !(ctx->object_channels = calloc(ctx->tags.nchannels, 1)))
-        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the channel table");
-    if (rc == PCOLL_SUCCESS && pc_groups_init(&ctx->groups, ctx->size, ctx->rank) != PCOLL_SUCCESS)
-        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the group registry");
-    pc_idpool_init(&ctx->ids, ctx->tags.nids);
-    if (rc == PCOLL_SUCCESS) {
-        /* the largest service message: a HELLO or question listing every
-         * rank, or an answer or activation carrying a bitmap of them */
-        size_t max = 128 + 4 * (size_t)ctx->size;
-        if (pc_service_create(ctx, max, &ctx->service) != PCOLL_SUCCESS)
-            rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the service channel");
-    }
-    if ((rc = agree_step(ctx->comm, rc)) != PCOLL_SUCCESS) goto fail;
-    /* collective (doorbells in node-shared memory) */
-    rc = pc_engine_create(ctx->comm, ctx->ctrl_comm, &ctx->tags, &cfg.policy, &ctx->engine);
-    if ((rc = agree_step(ctx->comm, rc)) != PCOLL_SUCCESS) goto fail;
-    atomic_fetch_add(&ctx->inflight, 1);
-    if (pc_engine_post(ctx->engine, open_task, ctx) != PCOLL_SUCCESS)
-        open_task(ctx->engine, ctx); /* no memory for the task: the progress thread is idle, nothing races */
-    pc_engine_wait(ctx->engine, nothing_inflight, ctx);
-    /* every rank listens before anyone sends */
-    mrc = MPI_Barrier(ctx->comm);
-    if (mrc != MPI_SUCCESS) {
-        rc = pc_mpi_error(mrc, fn, "MPI_Barrier");
-        goto fail;
+    pcoll_set_log_level((pcoll_log_level_t)cfg.log_level);
+    pcoll_t *ctx = NULL;
+    rc = pc_agree_step(&over, fn, init_comms(comm, owns_mpi, &ctx, fn));
+    if (rc == PCOLL_SUCCESS) rc = pc_agree_step(&over, fn, init_tables(ctx, &cfg, fn));
+    if (rc == PCOLL_SUCCESS) rc = init_engine(ctx, &cfg, fn);
+    if (rc != PCOLL_SUCCESS) {
+        if (ctx) destroy(ctx);
+        if (owns_mpi) MPI_Finalize();
+        return rc;
     }
     pc_log(PCOLL_LOG_INFO,
-           "initialized: %d ranks, algo %s, %d tag bits (%u channels, %u ids), %s, spin idle/active/wait %d/%d/%d us, "
-           "max sleep %d us, stall warning %g s, timeout %g s",
-           ctx->size, pcoll_allreduce_algo_name(cfg.algo), ctx->tags.bits, ctx->tags.nchannels, ctx->tags.nids,
-           ctx->oversubscribed ? "oversubscribed" : "not oversubscribed", cfg.policy.idle_spin_us,
+           "initialized: %d ranks on %d nodes, algo %s, %d tag bits (%u channels, %u ids), %s, spin idle/active/wait "
+           "%d/%d/%d us, max sleep %d us, stall warning %g s, timeout %g s%s",
+           ctx->size, ctx->nodes.count, pcoll_allreduce_algo_name(cfg.algo), ctx->tags.bits, ctx->tags.nchannels,
+           ctx->tags.nids, ctx->oversubscribed ? "oversubscribed" : "not oversubscribed", cfg.policy.idle_spin_us,
            cfg.policy.active_spin_us, cfg.policy.wait_spin_us, cfg.policy.max_sleep_us, cfg.stall_warn_s,
-           cfg.timeout_s);
+           cfg.timeout_s, cfg.check ? ", checking every operation's arguments (PCOLL_CHECK)" : "");
     *out = ctx;
     return PCOLL_SUCCESS;
-fail:
-    if (ctx) {
-        destroy(ctx);
-    }
-    if (owns_mpi) MPI_Finalize();
-    return rc;
 }
 
 int pcoll_finalize(pcoll_t **pctx)
@@ -322,6 +322,7 @@ int pcoll_get_stats(const pcoll_t *ctx, pcoll_stats_t *stats)
     if (!stats) return PC_ERR(PCOLL_ERR_NULL, "stats is NULL");
     pc_engine_stats_t e;
     pc_engine_stats(ctx->engine, &e);
+    memset(stats, 0, sizeof *stats);
     stats->data_bytes_sent = e.data_bytes;
     stats->data_messages_sent = e.data_msgs;
     stats->control_bytes_sent = e.ctrl_bytes;

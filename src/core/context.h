@@ -5,8 +5,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "../algo/allreduce.h"
 #include "../engine/progress.h"
 #include "../engine/tags.h"
+#include "../util/nodes.h"
 #include "config.h"
 #include "groupmap.h"
 #include "idpool.h"
@@ -42,7 +44,11 @@ struct pcoll_ctx {
     int rank, size;
     int owns_mpi;  /* pcoll_init initialized MPI */
     int oversubscribed; /* this node runs more threads than it has CPUs */
-    int *node_of;   /* [size]: the smallest rank on each rank's node (MPI_COMM_TYPE_SHARED) */
+    int id;         /* this process's context number (1, 2, ...): log lines */
+    pc_nodes_t nodes;  /* which ranks share a node: MPI_COMM_TYPE_SHARED, split
+                          into blocks by PCOLL_RANKS_PER_NODE (the one node map) */
+    MPI_Comm node_comm; /* this rank's node (shared memory) */
+    int check;      /* PCOLL_CHECK: world operations check their arguments first */
     atomic_int algo;
     _Atomic size_t direct_bytes, small_bytes;
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
@@ -81,8 +87,13 @@ struct pcoll_ctx {
 int pc_ctx_alloc_channel(pcoll_t *ctx, const char *fn, uint32_t *channel, uint64_t *object_id);
 void pc_ctx_free_channel(pcoll_t *ctx, uint32_t channel);
 
-/* Checks ctx is usable from the public API. */
+/* Checks ctx is usable from the public API (and makes the calling thread's
+ * log lines this context's). */
 int pc_ctx_check(const pcoll_t *ctx, const char *fn);
+
+/* The algorithm for `bytes` among n ranks with the context's settings
+ * (algo/allreduce.h: what the allreduce is for decides). */
+pcoll_allreduce_algo_t pc_ctx_algo(const pcoll_t *ctx, pc_algo_use_t use, size_t bytes, int n);
 
 /* Live persistent objects: free_fn frees one collectively (finalize frees
  * what the application left). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../util/error.h"
+#include "context.h"
 
 /* ---- a FIFO of fixed-size items ---- */
 
@@ -129,6 +130,15 @@ int pc_group_validate(const int *ranks, int n, int size, int rank, const char *f
     if (rc == PCOLL_SUCCESS && *me < 0)
         rc = pc_error(PCOLL_ERR_GROUP, fn, "the calling rank %d is not a member of the group", rank);
     return rc;
+}
+
+int pc_group_index(const pcoll_t *ctx, const int *group, int group_size, const char *fn, int *me)
+{
+    if (!group) {
+        *me = ctx->rank;
+        return PCOLL_SUCCESS;
+    }
+    return pc_group_validate(group, group_size, ctx->size, ctx->rank, fn, me);
 }
 
 static int same_list(const pc_group_t *g, int world, const int *ranks, int n)

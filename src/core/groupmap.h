@@ -23,6 +23,8 @@
 
 #include <stdint.h>
 
+#include "pcoll.h"
+
 /* What a member says about one operation of a group. */
 typedef struct pc_hello {
     uint32_t id;      /* the member's receive id for it (engine/tags.h)  */
@@ -64,6 +66,9 @@ void pc_groups_destroy(pc_group_registry_t *reg);
  * (under the name fn) when it is empty, has a rank out of [0, size) or
  * twice, or lacks `rank`.  *me: the caller's index. */
 int pc_group_validate(const int *ranks, int n, int size, int rank, const char *fn, int *me);
+/* The calling rank's index in a group of the context (NULL: every rank, in
+ * rank order), or the error of pc_group_validate. */
+int pc_group_index(const pcoll_t *ctx, const int *group, int group_size, const char *fn, int *me);
 
 /* The record of a list (NULL: the whole communicator), validated when it is
  * new; one more user.  Errors as pc_group_validate, or PCOLL_ERR_NOMEM. */

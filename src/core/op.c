@@ -1,6 +1,7 @@
 /* Allreduce operations on the token holder: identity, run, completion (op.h). */
 #include "op.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

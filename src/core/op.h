@@ -74,6 +74,10 @@ struct pcoll_request {
     pcoll_request_t *next;  /* world line, free list, zombies */
 };
 
+/* The arguments of an allreduce call, as far as one rank can check them. */
+int pc_op_check_args(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                     pcoll_op_t op, const char *fn);
+
 /* Application thread: checks the arguments and gives req its identity
  * (world: a sequence number; a group: the record and a receive id) and its
  * schedule (from the cache, or built; plan: always its own).  algo: the

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "../util/error.h"
+#include "agree.h"
+#include "groupmap.h"
 #include "op.h"
 #include "plan.h"
 
@@ -52,19 +54,23 @@ int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_
 int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
                  const int *group, int group_size, pcoll_allreduce_algo_t algo, const char *fn, pcoll_plan_t **out)
 {
-    if (!out) return pc_error(PCOLL_ERR_NULL, fn, "plan (the output pointer) is NULL");
-    *out = NULL;
-    int rc = pc_ctx_check(ctx, fn);
+    if (out) *out = NULL;
+    int rc = pc_ctx_check(ctx, fn), me;
     if (rc != PCOLL_SUCCESS) return rc;
+    /* a member whose group list is unusable cannot know whom to agree with */
+    if ((rc = pc_group_index(ctx, group, group_size, fn, &me)) != PCOLL_SUCCESS) return rc;
+    /* what a member checks alone, agreed on by the members before the
+     * handshake, so that a bad argument at one fails every one at once */
+    rc = out ? pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn)
+             : pc_error(PCOLL_ERR_NULL, fn, "plan (the output pointer) is NULL");
     pcoll_plan_t *plan = calloc(1, sizeof *plan);
     pcoll_request_t *req = calloc(1, sizeof *req);
-    if (!plan || !req) {
-        free(plan);
-        free(req);
-        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan");
+    if (rc == PCOLL_SUCCESS && (!plan || !req)) rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan");
+    pc_agree_over_t members = pc_agree_group(ctx, group, group_size);
+    if ((rc = pc_agree_step(&members, fn, rc)) == PCOLL_SUCCESS) {
+        req->ctx = ctx;
+        rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, algo, fn, req);
     }
-    req->ctx = ctx;
-    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, algo, fn, req);
     if (rc != PCOLL_SUCCESS) {
         free(plan);
         free(req);

@@ -50,7 +50,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, (uint32_t *)addr, op, val, timeout, NULL, bits);
 }
 
-int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out)
+int pc_doorbells_create(MPI_Comm comm, MPI_Comm node, pc_doorbells_t **out)
 {
     pc_doorbells_t *d = calloc(1, sizeof *d);
     if (!d) return PCOLL_ERR_NOMEM;
@@ -59,7 +59,7 @@ int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out)
     int me = d->me;
     /* a zeroed bell: seq 0, nobody sleeping, the thread answers, no control messages */
     _Static_assert(PC_SLEEPER_THREAD == 0, "a zeroed bell must name the progress thread");
-    if (pc_nodemem_create(comm, sizeof(bell_t), 1, &d->mem) == 0) {
+    if (pc_nodemem_create(comm, node, sizeof(bell_t), 1, &d->mem) == 0) {
         d->shared = 1;
         d->all_local = d->mem.local_size == d->size;
         d->mine = peer_bell(d, me);

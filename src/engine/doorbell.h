@@ -27,9 +27,10 @@
 
 typedef struct pc_doorbells pc_doorbells_t;
 
-/* Collective over comm. Never fails for lack of shared memory (falls back to
- * a private doorbell); returns an error only when out of memory. */
-int pc_doorbells_create(MPI_Comm comm, pc_doorbells_t **out);
+/* Collective over comm (node: this rank's node, a part of comm). Never
+ * fails for lack of shared memory (falls back to a private doorbell);
+ * returns an error only when out of memory. */
+int pc_doorbells_create(MPI_Comm comm, MPI_Comm node, pc_doorbells_t **out);
 /* Collective (frees the shared window). */
 void pc_doorbells_destroy(pc_doorbells_t *d);
 

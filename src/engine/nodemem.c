@@ -17,18 +17,13 @@ static int ok_mpi(int rc, const char *what)
     return 0;
 }
 
-int pc_nodemem_create(MPI_Comm comm, size_t bytes, int use, pc_nodemem_t *m)
+int pc_nodemem_create(MPI_Comm comm, MPI_Comm node, size_t bytes, int use, pc_nodemem_t *m)
 {
     int size;
     memset(m, 0, sizeof *m);
     m->win = MPI_WIN_NULL;
-    m->node = MPI_COMM_NULL;
-    if (!ok_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size")) return -1;
-    /* a failed split fails at every rank of comm alike (it is collective) */
-    if (!ok_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &m->node), "MPI_Comm_split_type")) {
-        m->node = MPI_COMM_NULL;
-        return -1;
-    }
+    m->node = node;
+    if (!ok_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size")) return PCOLL_ERR_LIMIT;
     int ok = use && (m->seg = calloc((size_t)size, sizeof *m->seg)) != NULL;
     /* agree before allocating */
     if (!ok_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, m->node), "MPI_Allreduce")) ok = 0;
@@ -69,9 +64,9 @@ int pc_nodemem_create(MPI_Comm comm, size_t bytes, int use, pc_nodemem_t *m)
     if (!ok_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, m->node), "MPI_Allreduce")) all = 0;
     if (!all) {
         pc_nodemem_destroy(m);
-        return -1;
+        return PCOLL_ERR_LIMIT;
     }
-    return 0;
+    return PCOLL_SUCCESS;
 }
 
 void pc_nodemem_destroy(pc_nodemem_t *m)
@@ -79,7 +74,6 @@ void pc_nodemem_destroy(pc_nodemem_t *m)
     /* every rank of the node is done with every segment before any goes */
     if (m->node != MPI_COMM_NULL) ok_mpi(MPI_Barrier(m->node), "MPI_Barrier");
     if (m->win != MPI_WIN_NULL) ok_mpi(MPI_Win_free(&m->win), "MPI_Win_free");
-    if (m->node != MPI_COMM_NULL) ok_mpi(MPI_Comm_free(&m->node), "MPI_Comm_free");
     free(m->seg);
     memset(m, 0, sizeof *m);
     m->win = MPI_WIN_NULL;

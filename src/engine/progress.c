@@ -95,6 +95,7 @@ struct pc_engine {
     keyed_t *pollers;         /* by key (PC_KICK_KEYS), allocated at the first */
     char msg_error[320];      /* what failed, for the pc_msg_fn being called */
     int me;
+    int log_id;               /* the context's number in log lines */
 
     /* keys (any thread, under qlock) */
     unsigned char *keys_used;
@@ -528,6 +529,7 @@ static void *progress_main(void *arg)
     pc_engine_t *e = arg;
     /* short sleeps should be short: the default 50 us timer slack is not */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    pc_log_set_rank(e->me, e->log_id);
     driver_t d;
     driver_init(e, &d);
     for (;;) {
@@ -569,12 +571,13 @@ static void *progress_main(void *arg)
     }
 }
 
-int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy,
-                     pc_engine_t **out)
+int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, MPI_Comm node, const pc_tags_t *tags,
+                     const pcoll_progress_policy_t *policy, int log_id, pc_engine_t **out)
 {
     static const char *fn = "pcoll_init";
     pc_engine_t *e = calloc(1, sizeof *e);
     if (!e) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the progress engine");
+    e->log_id = log_id;
     e->comm = comm;
     e->ctrl_comm = ctrl_comm;
     e->tags = *tags;
@@ -590,7 +593,7 @@ int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, const pc_tags_t *tags, c
         free(e);
         return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the progress engine");
     }
-    if ((rc = pc_doorbells_create(comm, &e->bells)) != PCOLL_SUCCESS) {
+    if ((rc = pc_doorbells_create(comm, node, &e->bells)) != PCOLL_SUCCESS) {
         free(e->keys_used);
         free(e);
         return pc_error(rc, fn, "cannot create the doorbells: %s", pcoll_strerror(rc));
@@ -862,8 +865,6 @@ void pc_engine_mark(pc_engine_t *e, int key) { pc_doorbell_kick(e->bells, e->me,
 int pc_engine_can_kick(const pc_engine_t *e, int peer) { return pc_doorbells_reachable(e->bells, peer); }
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }
-MPI_Comm pc_engine_comm(const pc_engine_t *e) { return e->comm; }
-int pc_engine_rank(const pc_engine_t *e) { return e->me; }
 
 void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out)
 {

@@ -1,6 +1,6 @@
 /*
  * The progress engine: issues and tests every library MPI request of a
- * context (DESIGN section 2).  Whoever holds the engine's progress token
+ * context (docs/design.md, section 2).  Whoever holds the engine's progress token
  * runs it: the progress thread, or an application thread blocked in
  * pc_engine_wait, which then needs no handoff in either direction.
  *
@@ -36,9 +36,10 @@
  * active_spin_us while operations are in flight or idle_spin_us otherwise;
  * then it sleeps in growing pauses (at most max_sleep_us) while receives are
  * posted, and until posted to when nothing at all is outstanding.  A post
- * wakes it at once.  Everything named pc_engine_* below except post, wait,
- * notify, kick, create, destroy, the key allocator and the policy functions
- * runs on the holder only.
+ * wakes it at once.  Any thread may call create, destroy, the posts, the
+ * waits (wait, wait_for), notify, kick, mark, can_kick, tags, stats, the key
+ * allocator and the policy functions; every other pc_engine_* below runs on
+ * the holder only.
  */
 #ifndef PC_ENGINE_PROGRESS_H
 #define PC_ENGINE_PROGRESS_H
@@ -57,10 +58,12 @@ typedef int (*pc_pred_fn)(void *arg);
 
 /* Schedules' messages travel on comm, messages with callbacks (control) on
  * ctrl_comm (a duplicate: the receive that control keeps posted for any
- * source then does not slow down the matching of data).  Both are owned by
- * the caller and must outlive the engine. */
-int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, const pc_tags_t *tags, const pcoll_progress_policy_t *policy,
-                     pc_engine_t **out);
+ * source then does not slow down the matching of data); node is this
+ * rank's node (the doorbells' shared memory).  All three are owned by the
+ * caller and must outlive the engine.  log_id: the context's number in log
+ * lines (util/log.h). */
+int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, MPI_Comm node, const pc_tags_t *tags,
+                     const pcoll_progress_policy_t *policy, int log_id, pc_engine_t **out);
 /* Stops the thread once the queued tasks ran; cancels the receives still
  * posted (listeners, and those of abandoned runs). */
 void pc_engine_destroy(pc_engine_t *e);
@@ -138,8 +141,6 @@ void pc_engine_mark(pc_engine_t *e, int key);
 int pc_engine_can_kick(const pc_engine_t *e, int peer);
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e);
-MPI_Comm pc_engine_comm(const pc_engine_t *e);
-int pc_engine_rank(const pc_engine_t *e);
 
 /* Counters for tests and diagnostics. */
 typedef struct pc_engine_stats {

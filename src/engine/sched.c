@@ -2,7 +2,6 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -416,7 +415,6 @@ void pc_sched_abort(pc_sched_t *s, int status)
     s->aborted = 1;
 }
 
-int pc_sched_nsteps(const pc_sched_t *s) { return s->nsteps; }
 
 void pc_sched_bind_ranks(pc_sched_t *s, const int *ranks) { s->ranks = ranks; }
 int pc_sched_peer_rank(const pc_sched_t *s, int index) { return s->ranks ? s->ranks[index] : index; }
@@ -482,67 +480,4 @@ pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int i) { return (pc_step_
 void *pc_sched_step_buf(const pc_sched_t *s, int i) { return resolve(s, s->steps[i].a); }
 size_t pc_sched_step_bytes(const pc_sched_t *s, int i) { return s->steps[i].n; }
 int pc_sched_step_peer(const pc_sched_t *s, int i) { return s->steps[i].peer; }
-int pc_sched_step_tagstep(const pc_sched_t *s, int i) { return s->steps[i].tagstep; }
-void *pc_sched_slot(const pc_sched_t *s, uint32_t slot) { return slot < (uint32_t)s->nslots ? s->slots[slot] : NULL; }
 size_t pc_sched_scratch_bytes(const pc_sched_t *s) { return s->scratch_total; }
-
-static const char *kind_name(pc_step_kind_t k)
-{
-    static const char *names[] = {"send", "recv", "reduce", "scale", "copy", "nop", "callback"};
-    return names[k];
-}
-
-static void describe(const pc_sched_t *s, int i, char *buf, size_t len)
-{
-    const step_t *st = &s->steps[i];
-    switch ((pc_step_kind_t)st->kind) {
-    case PC_STEP_SEND:
-    case PC_STEP_RECV:
-        snprintf(buf, len, "%s %zuB %s index %d tagstep %d slot%u+%zu", kind_name(st->kind), st->n,
-                 st->kind == PC_STEP_SEND ? "to" : "from", st->peer, st->tagstep, st->a.slot, st->a.off);
-        break;
-    case PC_STEP_REDUCE:
-        snprintf(buf, len, "reduce %zu x %s slot%u+%zu = slot%u+%zu + slot%u+%zu", st->n,
-                 pcoll_dtype_name(st->dtype), st->dst.slot, st->dst.off, st->a.slot, st->a.off, st->b.slot,
-                 st->b.off);
-        break;
-    case PC_STEP_SCALE:
-        snprintf(buf, len, "scale %zu x %s slot%u+%zu /= %lld", st->n, pcoll_dtype_name(st->dtype),
-                 st->dst.slot, st->dst.off, (long long)st->divisor);
-        break;
-    case PC_STEP_COPY:
-        snprintf(buf, len, "copy %zuB slot%u+%zu <- slot%u+%zu", st->n, st->dst.slot, st->dst.off, st->a.slot,
-                 st->a.off);
-        break;
-    default: snprintf(buf, len, "%s", kind_name(st->kind)); break;
-    }
-}
-
-void pc_sched_dump(const pc_sched_t *s, FILE *out)
-{
-    char what[160];
-    fprintf(out, "schedule: %d steps, %d slots, %zu B scratch\n", s->nsteps, s->nslots, s->scratch_total);
-    for (int i = 0; i < s->nsteps; i++) {
-        const step_t *st = &s->steps[i];
-        describe(s, i, what, sizeof what);
-        fprintf(out, "  %3d %-58s %s deps=%d ->", i, what, st->is_or ? "OR " : "AND", st->ndeps);
-        if (s->committed)
-            for (int k = 0; k < st->nsucc; k++) fprintf(out, " %d", s->succ[st->succ_off + k]);
-        fputc('\n', out);
-    }
-}
-
-void pc_sched_dump_dot(const pc_sched_t *s, FILE *out)
-{
-    char what[160];
-    fprintf(out, "digraph schedule {\n  node [shape=box, fontsize=10];\n");
-    for (int i = 0; i < s->nsteps; i++) {
-        describe(s, i, what, sizeof what);
-        fprintf(out, "  s%d [label=\"%d: %s\"%s];\n", i, i, what, s->steps[i].is_or ? ", style=dashed" : "");
-    }
-    if (s->committed)
-        for (int i = 0; i < s->nsteps; i++)
-            for (int k = 0; k < s->steps[i].nsucc; k++)
-                fprintf(out, "  s%d -> s%d;\n", i, s->succ[s->steps[i].succ_off + k]);
-    fprintf(out, "}\n");
-}

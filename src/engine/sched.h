@@ -1,5 +1,5 @@
 /*
- * Schedules: a DAG of steps with dependency counters (DESIGN section 2).
+ * Schedules: a DAG of steps with dependency counters (docs/design.md, section 2).
  *
  *   builder:  s = pc_sched_new(); a = pc_sched_send(...); b = pc_sched_recv(...);
  *             c = pc_sched_reduce(...); pc_sched_dep(s, a, c); pc_sched_dep(s, b, c);
@@ -25,7 +25,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "../util/error.h"
 #include "pcoll.h"
@@ -118,7 +117,6 @@ int pc_sched_start(pc_sched_t *s, const pc_issuer_t *iss);
 void pc_sched_step_done(pc_sched_t *s, int step, int status, const pc_issuer_t *iss);
 
 /* ---- inspection (issuers, tests, debugging) ---- */
-int pc_sched_nsteps(const pc_sched_t *s);
 int pc_sched_running(const pc_sched_t *s);
 pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int step);
 void *pc_sched_step_buf(const pc_sched_t *s, int step); /* send/recv buffer */
@@ -132,14 +130,9 @@ int pc_sched_peers(const pc_sched_t *s, pc_step_kind_t kind, int *out, int max);
  * complete (what the run waits for), ascending; returns how many were stored
  * (at most max). */
 int pc_sched_waiting_on(const pc_sched_t *s, int *out, int max);
-int pc_sched_step_tagstep(const pc_sched_t *s, int step);
 int32_t *pc_sched_step_aux(pc_sched_t *s, int step); /* free for the issuer's use */
-void *pc_sched_slot(const pc_sched_t *s, uint32_t slot);
 size_t pc_sched_scratch_bytes(const pc_sched_t *s); /* total owned scratch */
 /* Scratch buffers currently allocated by all schedules (tests check it drops to 0). */
 long pc_sched_live_scratch(void);
-/* One line per step (kind, args, dependencies) or a DOT graph. */
-void pc_sched_dump(const pc_sched_t *s, FILE *out);
-void pc_sched_dump_dot(const pc_sched_t *s, FILE *out);
 
 #endif

@@ -4,7 +4,7 @@ int pc_tags_init(pc_tags_t *t, long tag_ub)
 {
     int bits = 0;
     while (bits < 31 && (1L << (bits + 1)) - 1 <= tag_ub) bits++;
-    if (bits < PC_TAGS_MIN_BITS) return -1;
+    if (bits < PC_TAGS_MIN_BITS) return PCOLL_ERR_LIMIT;
     t->bits = bits;
     t->step_bits = 5;
     /* a window of 1023 operations in flight per channel; with few tag bits

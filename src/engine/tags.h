@@ -33,6 +33,8 @@
 
 #include <stdint.h>
 
+#include "pcoll.h"
+
 typedef struct pc_tags {
     int bits;                 /* B */
     int step_bits, seq_bits, chan_bits, id_bits;
@@ -47,8 +49,8 @@ typedef struct pc_tags {
 /* Smallest MPI_TAG_UB pcoll works with. */
 #define PC_TAGS_MIN_BITS 23
 
-/* Lays out the bits for MPI_TAG_UB = tag_ub. Returns 0, or -1 when the MPI
- * gives fewer than PC_TAGS_MIN_BITS bits. */
+/* Lays out the bits for MPI_TAG_UB = tag_ub. Returns PCOLL_SUCCESS, or
+ * PCOLL_ERR_LIMIT when the MPI gives fewer than PC_TAGS_MIN_BITS bits. */
 int pc_tags_init(pc_tags_t *t, long tag_ub);
 
 /* Class 0: tag of step `step` of operation `seq` on a channel. */

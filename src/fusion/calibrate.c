@@ -1,7 +1,9 @@
 /*
  * Calibration of the cost model on the running job: the allreduce that
- * buckets run (buckets.h), timed at sizes doubling from min to max bytes.
+ * buckets run (PC_USE_TREE), timed at sizes doubling from min to max bytes.
  *
+ *   check, agree (agree.h: a bad argument or no memory at one member fails
+ *   every member at once)
  *   for each size: a persistent plan; warm-up; reps x (sync, start + wait,
  *   time); every member's times to every member (one allreduce: each fills
  *   its own row); per rep the slowest member; the median over reps
@@ -11,13 +13,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/agree.h"
+#include "../core/context.h"
+#include "../core/groupmap.h"
 #include "../core/plan.h"
 #include "../util/error.h"
-#include "buckets.h"
 
 void pcoll_calibrate_config_default(pcoll_calibrate_config_t *cfg)
 {
     if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
     cfg->min_bytes = 4;
     cfg->max_bytes = (size_t)64 << 20;
     cfg->reps = 0;
@@ -50,79 +55,128 @@ static int run(pcoll_plan_t *plan, const char *fn)
     return rc == PCOLL_SUCCESS ? rc : pc_error(rc, fn, "an allreduce failed: %s", pcoll_last_error());
 }
 
+/* The scratch of a calibration: allocated before the members agree, so
+ * that one member short of memory fails them all. */
+typedef struct scratch {
+    int n, me, nsizes, maxreps;
+    float *buf;
+    double *times, *slow, *sx, *sy;
+} scratch_t;
+
+static void scratch_free(scratch_t *w)
+{
+    free(w->buf);
+    free(w->times);
+    free(w->slow);
+    free(w->sx);
+    free(w->sy);
+}
+
+enum { F_MIN, F_MAX, F_REPS, F_MODEL, NFIELDS };
+
+/* What a member checks alone; *bad: the field at fault. */
+static int check(const pcoll_calibrate_config_t *c, const pcoll_cost_model_t *model, scratch_t *w, int *bad,
+                 const char *fn)
+{
+    if (!model) return *bad = F_MODEL, pc_error(PCOLL_ERR_NULL, fn, "model is NULL");
+    if (c->min_bytes < 4)
+        return *bad = F_MIN, pc_error(PCOLL_ERR_ARG, fn, "cfg->min_bytes %zu is below one float (4)", c->min_bytes);
+    if (c->max_bytes < c->min_bytes)
+        return *bad = F_MAX,
+               pc_error(PCOLL_ERR_ARG, fn, "cfg->max_bytes %zu is below cfg->min_bytes %zu", c->max_bytes, c->min_bytes);
+    if (c->max_bytes / 2 < c->min_bytes)
+        return *bad = F_MAX, pc_error(PCOLL_ERR_ARG, fn,
+                                      "one size (%zu bytes) cannot be fitted: give max_bytes >= 2 min_bytes",
+                                      c->min_bytes);
+    if (c->reps < 0) return *bad = F_REPS, pc_error(PCOLL_ERR_ARG, fn, "cfg->reps %d is negative", c->reps);
+    for (size_t b = c->min_bytes; b <= c->max_bytes; b *= 2) {
+        w->nsizes++;
+        if (b > ((size_t)-1) / 2) break;
+    }
+    w->maxreps = c->reps ? c->reps : 50;
+    w->buf = calloc(c->max_bytes / 4, sizeof(float));
+    w->times = calloc((size_t)w->n * (size_t)w->maxreps, sizeof(double));
+    w->slow = malloc(sizeof(double) * (size_t)w->maxreps);
+    w->sx = malloc(sizeof(double) * (size_t)w->nsizes);
+    w->sy = malloc(sizeof(double) * (size_t)w->nsizes);
+    if (!w->buf || !w->times || !w->slow || !w->sx || !w->sy)
+        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for %zu bytes", c->max_bytes);
+    return PCOLL_SUCCESS;
+}
+
+/* Collective: the median over reps of the slowest member's time of one
+ * size, into the samples. */
+static int measure(pcoll_t *ctx, const int *group, int group_size, const pcoll_calibrate_config_t *c,
+                   pcoll_plan_t *sync, size_t bytes, int k, scratch_t *w, const char *fn)
+{
+    size_t count = bytes / 4;
+    int reps = c->reps ? c->reps : reps_for(bytes), n = w->n;
+    pcoll_plan_t *plan = NULL;
+    int rc = pc_plan_init(ctx, PCOLL_IN_PLACE, w->buf, count, PCOLL_FLOAT32, PCOLL_SUM, group, group_size,
+                          pc_ctx_algo(ctx, PC_USE_TREE, count * 4, n), fn, &plan);
+    for (int warm = 0; rc == PCOLL_SUCCESS && warm < 2; warm++) rc = run(plan, fn);
+    memset(w->times, 0, sizeof(double) * (size_t)n * (size_t)w->maxreps);
+    for (int r = 0; rc == PCOLL_SUCCESS && r < reps; r++) {
+        rc = run(sync, fn);
+        double t0 = now_us();
+        if (rc == PCOLL_SUCCESS) rc = run(plan, fn);
+        w->times[(size_t)w->me * (size_t)reps + (size_t)r] = now_us() - t0;
+    }
+    if (plan) pcoll_plan_free(&plan);
+    /* every member's times at every member: adding zeros is exact */
+    if (rc == PCOLL_SUCCESS)
+        rc = pcoll_allreduce(ctx, PCOLL_IN_PLACE, w->times, (size_t)n * (size_t)reps, PCOLL_FLOAT64, PCOLL_SUM, group,
+                             group_size);
+    if (rc != PCOLL_SUCCESS) return rc;
+    for (int r = 0; r < reps; r++) {
+        w->slow[r] = 0;
+        for (int i = 0; i < n; i++)
+            if (w->times[(size_t)i * (size_t)reps + (size_t)r] > w->slow[r])
+                w->slow[r] = w->times[(size_t)i * (size_t)reps + (size_t)r];
+    }
+    qsort(w->slow, (size_t)reps, sizeof(double), cmp_double);
+    w->sx[k] = (double)(count * 4);
+    w->sy[k] = reps % 2 ? w->slow[reps / 2] : (w->slow[reps / 2 - 1] + w->slow[reps / 2]) / 2;
+    return PCOLL_SUCCESS;
+}
+
 int pcoll_calibrate(pcoll_t *ctx, const int *group, int group_size, const pcoll_calibrate_config_t *cfg,
                     pcoll_cost_model_t *model)
 {
     static const char *fn = "pcoll_calibrate";
     int rc = pc_ctx_check(ctx, fn);
     if (rc != PCOLL_SUCCESS) return rc;
-    if (!model) return pc_error(PCOLL_ERR_NULL, fn, "model is NULL");
+    scratch_t w;
+    memset(&w, 0, sizeof w);
+    /* a member whose group list is unusable cannot know whom to agree with */
+    if ((rc = pc_group_index(ctx, group, group_size, fn, &w.me)) != PCOLL_SUCCESS) return rc;
+    w.n = group ? group_size : ctx->size;
     pcoll_calibrate_config_t c;
     pcoll_calibrate_config_default(&c);
     if (cfg) c = *cfg;
-    if (c.min_bytes < 4) return pc_error(PCOLL_ERR_ARG, fn, "cfg->min_bytes %zu is below one float (4)", c.min_bytes);
-    if (c.max_bytes < c.min_bytes)
-        return pc_error(PCOLL_ERR_ARG, fn, "cfg->max_bytes %zu is below cfg->min_bytes %zu", c.max_bytes, c.min_bytes);
-    if (c.reps < 0) return pc_error(PCOLL_ERR_ARG, fn, "cfg->reps %d is negative", c.reps);
-    int n = group ? group_size : ctx->size, me = pc_bucket_index(ctx, group, group_size);
-    if (group && group_size < 1) return pc_error(PCOLL_ERR_ARG, fn, "group_size %d is below 1", group_size);
-    if (me < 0) return pc_error(PCOLL_ERR_ARG, fn, "this rank (%d) is not in the group", ctx->rank);
-    int nsizes = 0;
-    for (size_t b = c.min_bytes; b <= c.max_bytes; b *= 2) {
-        nsizes++;
-        if (b > ((size_t)-1) / 2) break;
+    int bad = -1;
+    rc = check(&c, model, &w, &bad, fn);
+    pc_agree_field_t fields[NFIELDS] = {
+        {"cfg->min_bytes", (int64_t)c.min_bytes, 1, NULL},
+        {"cfg->max_bytes", (int64_t)c.max_bytes, 1, NULL},
+        {"cfg->reps", c.reps, 1, NULL},
+        {"model", 0, 0, NULL},
+    };
+    pc_agree_over_t members = pc_agree_group(ctx, group, group_size);
+    if ((rc = pc_agree(&members, fn, rc, bad, fields, NFIELDS, PCOLL_ERR_ARG)) != PCOLL_SUCCESS) {
+        scratch_free(&w);
+        return rc;
     }
-    int maxreps = c.reps ? c.reps : 50;
-    float *buf = calloc(c.max_bytes / 4, sizeof(float));
-    double *times = calloc((size_t)n * (size_t)maxreps, sizeof(double)), *slow = malloc(sizeof(double) * (size_t)maxreps);
-    double *sx = malloc(sizeof(double) * (size_t)nsizes), *sy = malloc(sizeof(double) * (size_t)nsizes);
-    int one = 1, sum = 0, have = buf && times && slow && sx && sy;
+    /* the members start each timed allreduce together: a tiny one first */
+    int one = 1, sum = 0;
     pcoll_plan_t *sync = NULL;
-    /* collective: a member without memory takes part with a count of 0,
-     * which fails the setup at every member (their counts differ) */
-    rc = pc_plan_init(ctx, &one, &sum, have ? 1 : 0, PCOLL_INT32, PCOLL_SUM, group, group_size, PCOLL_ALGO_RECDBL, fn,
-                      &sync);
-    if (rc == PCOLL_SUCCESS && !have) rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for %zu bytes", c.max_bytes);
-    int k = 0;
-    for (size_t bytes = c.min_bytes; rc == PCOLL_SUCCESS && k < nsizes; bytes *= 2, k++) {
-        size_t count = bytes / 4;
-        int reps = c.reps ? c.reps : reps_for(bytes);
-        pcoll_plan_t *plan = NULL;
-        rc = pc_plan_init(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_FLOAT32, PCOLL_SUM, group, group_size,
-                          pc_bucket_algo(ctx, count * 4, n), fn, &plan);
-        for (int w = 0; rc == PCOLL_SUCCESS && w < 2; w++) rc = run(plan, fn);
-        memset(times, 0, sizeof(double) * (size_t)n * (size_t)maxreps);
-        for (int r = 0; rc == PCOLL_SUCCESS && r < reps; r++) {
-            rc = run(sync, fn);
-            double t0 = now_us();
-            if (rc == PCOLL_SUCCESS) rc = run(plan, fn);
-            times[(size_t)me * (size_t)reps + (size_t)r] = now_us() - t0;
-        }
-        if (plan) pcoll_plan_free(&plan);
-        /* every member's times at every member: adding zeros is exact */
-        if (rc == PCOLL_SUCCESS)
-            rc = pcoll_allreduce(ctx, PCOLL_IN_PLACE, times, (size_t)n * (size_t)reps, PCOLL_FLOAT64, PCOLL_SUM,
-                                 group, group_size);
-        if (rc != PCOLL_SUCCESS) break;
-        for (int r = 0; r < reps; r++) {
-            slow[r] = 0;
-            for (int i = 0; i < n; i++)
-                if (times[(size_t)i * (size_t)reps + (size_t)r] > slow[r]) slow[r] = times[(size_t)i * (size_t)reps + (size_t)r];
-        }
-        qsort(slow, (size_t)reps, sizeof(double), cmp_double);
-        sx[k] = (double)(count * 4);
-        sy[k] = reps % 2 ? slow[reps / 2] : (slow[reps / 2 - 1] + slow[reps / 2]) / 2;
-    }
+    rc = pc_plan_init(ctx, &one, &sum, 1, PCOLL_INT32, PCOLL_SUM, group, group_size, PCOLL_ALGO_RECDBL, fn, &sync);
+    size_t bytes = c.min_bytes;
+    for (int k = 0; rc == PCOLL_SUCCESS && k < w.nsizes; bytes *= 2, k++)
+        rc = measure(ctx, group, group_size, &c, sync, bytes, k, &w, fn);
     if (sync) pcoll_plan_free(&sync);
-    if (rc == PCOLL_SUCCESS && nsizes < 2)
-        rc = pc_error(PCOLL_ERR_ARG, fn, "one size (%zu bytes) cannot be fitted: give max_bytes >= 2 min_bytes",
-                      c.min_bytes);
-    if (rc == PCOLL_SUCCESS && (rc = pcoll_cost_model_fit(sx, sy, nsizes, model)) != PCOLL_SUCCESS)
+    if (rc == PCOLL_SUCCESS && (rc = pcoll_cost_model_fit(w.sx, w.sy, w.nsizes, model)) != PCOLL_SUCCESS)
         rc = pc_error(rc, fn, "%s", pcoll_last_error());
-    free(buf);
-    free(times);
-    free(slow);
-    free(sx);
-    free(sy);
+    scratch_free(&w);
     return rc;
 }

@@ -25,9 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/agree.h"
+#include "../core/groupmap.h"
+#include "../core/object.h"
 #include "../core/plan.h"
 #include "../util/error.h"
-#include "buckets.h"
 
 typedef struct bucket {
     int first, last;  /* its layers */
@@ -41,7 +43,7 @@ typedef struct bucket {
 } bucket_t;
 
 struct pcoll_fusion {
-    pcoll_t *ctx;
+    pc_object_t base;       /* identity, failure, the context's list */
     int nlayers, nbuckets;
     char *grad;
     size_t esize;
@@ -50,12 +52,12 @@ struct pcoll_fusion {
     unsigned char *ready;   /* per layer: marked in this step */
     bucket_t *b;
     int next;               /* the next bucket to start */
-    pc_fault_t fault;       /* a start failed: the object is unusable */
 };
 
 static void destroy(pcoll_fusion_t *f)
 {
     if (!f) return;
+    pc_object_release(&f->base);
     for (int k = 0; f->b && k < f->nbuckets; k++) {
         if (f->b[k].plan) pcoll_plan_free(&f->b[k].plan);
         if (f->b[k].staged && !f->b[k].abandoned) free(f->b[k].data);
@@ -68,46 +70,32 @@ static void destroy(pcoll_fusion_t *f)
     free(f);
 }
 
-/* What must be alike at every member, hashed (FNV-1a). */
-static uint64_t signature(const pcoll_fusion_plan_t *pl, const size_t *count, pcoll_dtype_t dtype, pcoll_op_t op)
+/* A hash of the plan's buckets (FNV-1a): members must split alike. */
+static int64_t buckets_hash(const pcoll_fusion_plan_t *pl)
 {
     uint64_t h = 1469598103934665603ULL;
-#define MIX(v)                                                                                                        \
-    do {                                                                                                              \
-        uint64_t x_ = (uint64_t)(v);                                                                                  \
-        for (int i_ = 0; i_ < 8; i_++, x_ >>= 8) h = (h ^ (x_ & 0xff)) * 1099511628211ULL;                            \
-    } while (0)
-    MIX(pl->nlayers);
-    MIX(pl->nbuckets);
-    MIX(dtype);
-    MIX(op);
-    for (int k = 0; k < pl->nbuckets; k++) {
-        MIX(pl->first[k]);
-        MIX(pl->last[k]);
-    }
-    for (int l = 0; l < pl->nlayers; l++) MIX(count[l]);
-#undef MIX
-    return h;
+    for (int k = 0; k < pl->nbuckets; k++)
+        for (int v = 0; v < 2; v++) {
+            uint64_t x = (uint64_t)(v ? pl->last[k] : pl->first[k]);
+            for (int i = 0; i < 8; i++, x >>= 8) h = (h ^ (x & 0xff)) * 1099511628211ULL;
+        }
+    return (int64_t)(h >> 1);
 }
 
-/* Collective over the group: the members whose signature differs from the
- * first member's, into bad (n ints: 1 = differs).  A member that failed
- * before (failed != 0) counts as differing. */
-static int agree(pcoll_t *ctx, const int *group, int group_size, int n, int me, uint64_t sig, int failed, int *bad,
-                 const char *fn)
+/* A hash of the layers' element counts (their offsets may differ). */
+static int64_t counts_hash(const size_t *count, int n)
 {
-    /* the first member's signature, in four exact 16-bit pieces */
-    int64_t first[4] = {0, 0, 0, 0};
-    if (me == 0)
-        for (int i = 0; i < 4; i++) first[i] = (int64_t)((sig >> (16 * i)) & 0xffff);
-    int rc = pcoll_allreduce(ctx, PCOLL_IN_PLACE, first, 4, PCOLL_INT64, PCOLL_SUM, group, group_size);
-    uint64_t s0 = 0;
-    for (int i = 0; i < 4; i++) s0 |= (uint64_t)first[i] << (16 * i);
-    memset(bad, 0, sizeof(int) * (size_t)n);
-    bad[me] = failed || sig != s0;
-    if (rc == PCOLL_SUCCESS) rc = pcoll_allreduce(ctx, PCOLL_IN_PLACE, bad, (size_t)n, PCOLL_INT32, PCOLL_SUM, group,
-                                                  group_size);
-    return rc == PCOLL_SUCCESS ? rc : pc_error(rc, fn, "agreeing on the plan failed: %s", pcoll_last_error());
+    uint64_t h = 1469598103934665603ULL;
+    for (int l = 0; l < n; l++)
+        for (uint64_t x = count[l], i = 0; i < 8; i++, x >>= 8) h = (h ^ (x & 0xff)) * 1099511628211ULL;
+    return (int64_t)(h >> 1);
+}
+
+static const char *dtype_text(int64_t v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return pcoll_dtype_name((pcoll_dtype_t)v);
 }
 
 /* Each bucket's layers and place in the gradient: in place when its layers
@@ -175,72 +163,87 @@ static int check(void *grad, pcoll_dtype_t dtype, pcoll_op_t op, const size_t *o
     return PCOLL_SUCCESS;
 }
 
+enum { F_NLAYERS, F_NBUCKETS, F_BUCKETS, F_COUNTS, F_DTYPE, F_OP, F_PLAN, F_GRAD, F_OUT, NFIELDS };
+
+/* The executor and its buckets' places, as far as this member can set them
+ * up alone; *bad: the field at fault. */
+static int new_executor(pcoll_t *ctx, void *grad, pcoll_dtype_t dtype, pcoll_op_t op, const size_t *offset,
+                        const size_t *count, const pcoll_fusion_plan_t *pl, pcoll_fusion_t **out, int *bad,
+                        const char *fn)
+{
+    if (!out) return *bad = F_OUT, pc_error(PCOLL_ERR_NULL, fn, "fusion (the output pointer) is NULL");
+    int rc = check(grad, dtype, op, offset, count, pl, fn);
+    if (rc != PCOLL_SUCCESS) {
+        *bad = !pl ? F_PLAN : !grad ? F_GRAD : rc == PCOLL_ERR_DTYPE ? F_DTYPE : rc == PCOLL_ERR_OP ? F_OP : F_PLAN;
+        return rc;
+    }
+    pcoll_fusion_t *f = calloc(1, sizeof *f);
+    if (!f) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan of %d layers", pl->nlayers);
+    *out = f;
+    f->nlayers = pl->nlayers;
+    f->nbuckets = pl->nbuckets;
+    f->grad = grad;
+    f->esize = pcoll_dtype_size(dtype);
+    f->offset = malloc(sizeof(size_t) * (size_t)pl->nlayers);
+    f->count = malloc(sizeof(size_t) * (size_t)pl->nlayers);
+    f->bucket_of = malloc(sizeof(int) * (size_t)pl->nlayers);
+    f->ready = calloc((size_t)pl->nlayers, 1);
+    f->b = calloc((size_t)pl->nbuckets, sizeof *f->b);
+    if (pc_object_init(&f->base, ctx, "fusion", 0, fn) != PCOLL_SUCCESS || !f->offset || !f->count ||
+        !f->bucket_of || !f->ready || !f->b)
+        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan of %d layers", pl->nlayers);
+    return lay_out(f, pl, offset, count, fn);
+}
+
+static int free_for_finalize(void *object)
+{
+    pcoll_fusion_t *f = object;
+    return pcoll_fusion_free(&f);
+}
+
 int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *grad, pcoll_dtype_t dtype,
                         pcoll_op_t op, const size_t *offset, const size_t *count, const pcoll_fusion_plan_t *pl,
                         pcoll_fusion_t **out)
 {
     static const char *fn = "pcoll_fusion_create";
-    if (!out) return pc_error(PCOLL_ERR_NULL, fn, "fusion (the output pointer) is NULL");
-    *out = NULL;
-    int rc = pc_ctx_check(ctx, fn);
+    if (out) *out = NULL;
+    int rc = pc_ctx_check(ctx, fn), me = -1;
     if (rc != PCOLL_SUCCESS) return rc;
-    if (group && group_size < 1) return pc_error(PCOLL_ERR_ARG, fn, "group_size %d is below 1", group_size);
-    int n = group ? group_size : ctx->size, me = pc_bucket_index(ctx, group, group_size);
-    if (me < 0) return pc_error(PCOLL_ERR_ARG, fn, "this rank (%d) is not in the group", ctx->rank);
-    /* what this member can check alone; then every member learns who
-     * differs (or failed) before any bucket is set up */
-    rc = check(grad, dtype, op, offset, count, pl, fn);
-    pcoll_fusion_t *f = rc == PCOLL_SUCCESS ? calloc(1, sizeof *f) : NULL;
-    if (f) {
-        f->ctx = ctx;
-        f->nlayers = pl->nlayers;
-        f->nbuckets = pl->nbuckets;
-        f->grad = grad;
-        f->esize = pcoll_dtype_size(dtype);
-        f->offset = malloc(sizeof(size_t) * (size_t)pl->nlayers);
-        f->count = malloc(sizeof(size_t) * (size_t)pl->nlayers);
-        f->bucket_of = malloc(sizeof(int) * (size_t)pl->nlayers);
-        f->ready = calloc((size_t)pl->nlayers, 1);
-        f->b = calloc((size_t)pl->nbuckets, sizeof *f->b);
-        pc_fault_clear(&f->fault);
-    }
-    if (rc == PCOLL_SUCCESS && (!f || !f->offset || !f->count || !f->bucket_of || !f->ready || !f->b))
-        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan of %d layers", pl->nlayers);
-    if (rc == PCOLL_SUCCESS) rc = lay_out(f, pl, offset, count, fn);
-    int *bad = malloc(sizeof(int) * (size_t)n);
-    if (!bad) {
-        destroy(f);
-        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for %d members", n);
-    }
-    uint64_t sig = rc == PCOLL_SUCCESS ? signature(pl, count, dtype, op) : 0;
-    int arc = agree(ctx, group, group_size, n, me, sig, rc != PCOLL_SUCCESS, bad, fn);
-    if (arc != PCOLL_SUCCESS) rc = arc;
-    if (rc == PCOLL_SUCCESS) {
-        char who[200];
-        size_t at = 0;
-        int differ = 0;
-        for (int i = 0; i < n; i++)
-            if (bad[i] && at < sizeof who)
-                at += (size_t)snprintf(who + at, sizeof who - at, "%s%d", differ++ ? ", " : "", group ? group[i] : i);
-        if (differ)
-            rc = pc_error(PCOLL_ERR_ARG, fn,
-                          "the plan, layer counts, dtype or op differ from the first member's (or failed) at rank(s) %s",
-                          who);
-    }
-    free(bad);
-    if (rc != PCOLL_SUCCESS) {
+    /* a member whose group list is unusable cannot know whom to agree with */
+    if ((rc = pc_group_index(ctx, group, group_size, fn, &me)) != PCOLL_SUCCESS) return rc;
+    /* what this member can set up alone; then every member learns whether
+     * every other one did, and with the same plan, before any bucket is set up */
+    pcoll_fusion_t *f = NULL;
+    int bad = -1;
+    rc = new_executor(ctx, grad, dtype, op, offset, count, pl, &f, &bad, fn);
+    int ok = rc == PCOLL_SUCCESS;
+    pc_agree_field_t fields[NFIELDS] = {
+        {"plan->nlayers", ok ? pl->nlayers : 0, 1, NULL},
+        {"plan->nbuckets", ok ? pl->nbuckets : 0, 1, NULL},
+        {"the plan's buckets (hash)", ok ? buckets_hash(pl) : 0, 1, NULL},
+        {"layer_count (hash)", ok ? counts_hash(count, pl->nlayers) : 0, 1, NULL},
+        {"dtype", (int64_t)dtype, 1, dtype_text},
+        {"op", (int64_t)op, 1, NULL},
+        {"plan", 0, 0, NULL},
+        {"grad", 0, 0, NULL},
+        {"fusion", 0, 0, NULL},
+    };
+    pc_agree_over_t members = pc_agree_group(ctx, group, group_size);
+    if ((rc = pc_agree(&members, fn, rc, bad, fields, NFIELDS, PCOLL_ERR_ARG)) != PCOLL_SUCCESS) {
         destroy(f);
         return rc;
     }
-    /* every member sets up every bucket (collective plans), in order; one
-     * that fails makes the others' setup fail too, or time out */
+    /* every member sets up every bucket (collective plans, each agreed on),
+     * in order */
+    int n = group ? group_size : ctx->size;
     for (int k = 0; k < f->nbuckets && rc == PCOLL_SUCCESS; k++)
         rc = pc_plan_init(ctx, PCOLL_IN_PLACE, f->b[k].data, f->b[k].count, dtype, op, group, group_size,
-                          pc_bucket_algo(ctx, f->b[k].count * f->esize, n), fn, &f->b[k].plan);
+                          pc_ctx_algo(ctx, PC_USE_TREE, f->b[k].count * f->esize, n), fn, &f->b[k].plan);
     if (rc != PCOLL_SUCCESS) {
         destroy(f);
         return rc;
     }
+    pc_object_register(&f->base, f, free_for_finalize, 0);
     *out = f;
     return PCOLL_SUCCESS;
 }
@@ -264,7 +267,7 @@ int pcoll_fusion_ready(pcoll_fusion_t *f, int layer)
 {
     static const char *fn = "pcoll_fusion_ready";
     if (!f) return pc_error(PCOLL_ERR_NULL, fn, "fusion is NULL");
-    int rc = pc_fault_raise(&f->fault, fn);
+    int rc = pc_fault_raise(&f->base.fault, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     if (layer < 0 || layer >= f->nlayers)
         return pc_error(PCOLL_ERR_ARG, fn, "layer %d is not in 0..%d", layer, f->nlayers - 1);
@@ -277,9 +280,9 @@ int pcoll_fusion_ready(pcoll_fusion_t *f, int layer)
         bucket_t *b = &f->b[f->next];
         if (b->staged) stage(f, b, 1);
         if ((rc = pcoll_start(b->plan, &b->req)) != PCOLL_SUCCESS) {
-            pc_fault_set(&f->fault, rc, "bucket %d (layers %d..%d) could not start: %s", f->next, b->first, b->last,
+            pc_fault_set(&f->base.fault, rc, "bucket %d (layers %d..%d) could not start: %s", f->next, b->first, b->last,
                          pcoll_last_error());
-            return pc_fault_raise(&f->fault, fn);
+            return pc_fault_raise(&f->base.fault, fn);
         }
         f->next++;
     }
@@ -300,12 +303,12 @@ int pcoll_fusion_wait(pcoll_fusion_t *f)
         if (wrc != PCOLL_SUCCESS) {
             if (rc == PCOLL_SUCCESS)
                 rc = pc_error(wrc, fn, "bucket %d (layers %d..%d): %s", k, b->first, b->last, pcoll_last_error());
-            pc_fault_set(&f->fault, wrc, "an earlier step's bucket %d failed", k);
+            pc_fault_set(&f->base.fault, wrc, "an earlier step's bucket %d failed", k);
         } else if (b->staged) {
             stage(f, b, 0);
         }
     }
-    if (rc == PCOLL_SUCCESS && (rc = pc_fault_raise(&f->fault, fn)) == PCOLL_SUCCESS && f->next < f->nbuckets) {
+    if (rc == PCOLL_SUCCESS && (rc = pc_fault_raise(&f->base.fault, fn)) == PCOLL_SUCCESS && f->next < f->nbuckets) {
         int missing = -1;
         for (int l = f->nlayers - 1; l >= 0 && missing < 0; l--)
             if (!f->ready[l]) missing = l;

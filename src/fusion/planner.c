@@ -55,14 +55,14 @@ int pcoll_fusion_spec_parse(const char *text, pcoll_fusion_spec_t *spec)
     if (!spec) return PC_ERR(PCOLL_ERR_NULL, "spec is NULL");
     for (size_t i = 0; i < NSTRATEGY_NAMES; i++)
         if (!strcmp(text, strategy_names[i].name)) {
-            *spec = (pcoll_fusion_spec_t){strategy_names[i].s, 0};
+            *spec = (pcoll_fusion_spec_t){.strategy = strategy_names[i].s, .fixed_bytes = 0};
             return PCOLL_SUCCESS;
         }
     size_t cap;
     if (!strncmp(text, "fixed:", 6)) {
         if (pc_parse_bytes(text + 6, &cap) != 0 || cap == 0)
             return PC_ERR(PCOLL_ERR_ARG, "\"%s\": fixed:BYTES needs a size >= 1 (e.g. fixed:25M)", text);
-        *spec = (pcoll_fusion_spec_t){PCOLL_FUSION_FIXED, cap};
+        *spec = (pcoll_fusion_spec_t){.strategy = PCOLL_FUSION_FIXED, .fixed_bytes = cap};
         return PCOLL_SUCCESS;
     }
     return PC_ERR(PCOLL_ERR_ARG, "\"%s\" is not optimal, mgwfbp, wfbp, single or fixed:BYTES", text);

@@ -73,7 +73,7 @@ static int buf_push(rank_state_t *s, pc_gen_group_t *grp)
     if (s->len == s->cap) {
         int cap = s->cap ? 2 * s->cap : 4;
         pc_gen_group_t **nb = malloc(sizeof *nb * (size_t)cap);
-        if (!nb) return -1;
+        if (!nb) return PCOLL_ERR_NOMEM;
         for (int i = 0; i < s->len; i++) nb[i] = s->buf[(s->head + i) % s->cap];
         free(s->buf);
         s->buf = nb;
@@ -166,7 +166,7 @@ static int activate(pc_gen_t *g, pc_gen_group_t *grp)
     g->stats.groups++;
     for (int i = 0; i < grp->n; i++) {
         rank_state_t *s = &g->st[grp->members[i]];
-        if (buf_push(s, grp) != 0) return -1;
+        if (buf_push(s, grp) != 0) return PCOLL_ERR_NOMEM;
     }
     for (int i = 0; i < grp->n; i++) try_send(g, grp->members[i]);
     return 0;
@@ -269,10 +269,10 @@ static int fifo_form(pc_gen_t *g)
         }
         dequeue(g, sel, n);
         pc_gen_group_t *grp = new_group(g, sel, n);
-        if (!grp) return -1;
+        if (!grp) return PCOLL_ERR_NOMEM;
         g->stats.bridges += (uint64_t)bridge;
         if (n >= 2) remember(g, grp->members, n);
-        if (activate(g, grp) != 0) return -1;
+        if (activate(g, grp) != 0) return PCOLL_ERR_NOMEM;
     }
     return 0;
 }
@@ -304,7 +304,7 @@ static int retry_pending(pc_gen_t *g)
         /* the iteration after: as the members stand now */
         for (int i = 0; i < grp->n; i++) g->iters[i] = g->st[grp->members[i]].iteration;
         grp->iteration = pc_constant_weights(grp->n, g->iters, grp->weights);
-        if (activate(g, grp) != 0) return -1;
+        if (activate(g, grp) != 0) return PCOLL_ERR_NOMEM;
     }
     return 0;
 }
@@ -325,7 +325,7 @@ static int random_group(pc_gen_t *g, int rank)
         m[n++] = others[i];
     }
     pc_gen_group_t *grp = new_group(g, m, n);
-    if (!grp) return -1;
+    if (!grp) return PCOLL_ERR_NOMEM;
     int behind = 0; /* a member already waits in a pending group: this one comes after it */
     for (int i = 0; i < n; i++) behind |= g->st[grp->members[i]].pending_in > 0;
     if (!behind && !conflicts(g, grp)) return activate(g, grp);
@@ -354,7 +354,7 @@ static int deal(pc_gen_t *g, int *m, int n)
         if (n - at - size == 1) size++;
         if (size >= 2) {
             pc_gen_group_t *grp = new_group(g, m + at, size);
-            if (!grp || activate(g, grp) != 0) return -1;
+            if (!grp || activate(g, grp) != 0) return PCOLL_ERR_NOMEM;
         }
         at += size;
     }
@@ -390,7 +390,7 @@ static int global_division(pc_gen_t *g, int rank)
         if ((idle[r] = idle_for(g, r, rank))) list[n++] = r;
     const pc_nodes_t *nodes = g->cfg.nodes;
     if (!nodes || nodes->count < 2) {
-        if (deal(g, list, n) != 0) return -1;
+        if (deal(g, list, n) != 0) return PCOLL_ERR_NOMEM;
     } else {
         /* inter: one head per node, the heads across nodes, the others in
          * groups inside their node */
@@ -401,19 +401,19 @@ static int global_division(pc_gen_t *g, int rank)
             int h = (int)(next_rand(g) % (uint64_t)k);
             heads[nh++] = list[h];
             list[h] = list[k - 1];
-            if (k - 1 >= 2 && deal(g, list, k - 1) != 0) return -1;
+            if (k - 1 >= 2 && deal(g, list, k - 1) != 0) return PCOLL_ERR_NOMEM;
         }
         if (nh >= 2) {
             /* deal() uses scratch2 only through its argument: copy the heads there */
             memcpy(list, heads, sizeof(int) * (size_t)nh);
-            if (deal(g, list, nh) != 0) return -1;
+            if (deal(g, list, nh) != 0) return PCOLL_ERR_NOMEM;
         }
         /* intra: each node's ranks of this division together */
         for (int node = 0; node < nodes->count; node++) {
             int k = idle_on(g, idle, node, list);
             if (k < 2) continue;
             pc_gen_group_t *grp = new_group(g, list, k);
-            if (!grp || activate(g, grp) != 0) return -1;
+            if (!grp || activate(g, grp) != 0) return PCOLL_ERR_NOMEM;
         }
     }
     rank_state_t *s = &g->st[rank];
@@ -429,7 +429,7 @@ static int global_division(pc_gen_t *g, int rank)
             return 0;
         }
         pc_gen_group_t *grp = new_group(g, &rank, 1);
-        if (!grp || activate(g, grp) != 0) return -1;
+        if (!grp || activate(g, grp) != 0) return PCOLL_ERR_NOMEM;
     }
     if (g->stats.groups > groups_before) g->stats.divisions++; /* one that formed groups */
     return 0;
@@ -440,7 +440,7 @@ static int global_division(pc_gen_t *g, int rank)
 static int serve_awaiting(pc_gen_t *g)
 {
     for (int r = 0; r < g->P && g->awaiting > 0; r++)
-        if (g->st[r].awaiting && global_division(g, r) != 0) return -1;
+        if (g->st[r].awaiting && global_division(g, r) != 0) return PCOLL_ERR_NOMEM;
     return 0;
 }
 
@@ -509,9 +509,9 @@ void pc_gen_destroy(pc_gen_t *g)
 
 int pc_gen_request(pc_gen_t *g, int rank, uint64_t iteration)
 {
-    if (rank < 0 || rank >= g->P) return -2;
+    if (rank < 0 || rank >= g->P) return PCOLL_ERR_INTERNAL;
     rank_state_t *s = &g->st[rank];
-    if (s->ready || s->running || s->finishing) return -2;
+    if (s->ready || s->running || s->finishing) return PCOLL_ERR_INTERNAL;
     s->ready = 1;
     s->iteration = iteration;
     s->requests++;
@@ -529,22 +529,22 @@ int pc_gen_request(pc_gen_t *g, int rank, uint64_t iteration)
         if (s->pending_in > 0) return 0; /* its group waits for locks */
         return random_group(g, rank);
     case PC_GEN_SMART:
-        if (s->len == 0 && global_division(g, rank) != 0) return -1;
+        if (s->len == 0 && global_division(g, rank) != 0) return PCOLL_ERR_NOMEM;
         try_send(g, rank);
         return 0;
     }
-    return -2;
+    return PCOLL_ERR_INTERNAL;
 }
 
 int pc_gen_done(pc_gen_t *g, int rank, uint64_t group_id)
 {
-    if (rank < 0 || rank >= g->P) return -2;
+    if (rank < 0 || rank >= g->P) return PCOLL_ERR_INTERNAL;
     rank_state_t *s = &g->st[rank];
-    if (!s->running || s->running->id != group_id) return -2;
+    if (!s->running || s->running->id != group_id) return PCOLL_ERR_INTERNAL;
     pc_gen_group_t *grp = s->running;
     s->running = NULL;
     if (--grp->left == 0) free_group(grp);
-    if (g->cfg.kind == PC_GEN_RANDOM && g->pending && retry_pending(g) != 0) return -1;
+    if (g->cfg.kind == PC_GEN_RANDOM && g->pending && retry_pending(g) != 0) return PCOLL_ERR_NOMEM;
     if (s->finishing) {
         s->ready = 1; /* it waits in its free for what is left */
         try_send(g, rank);
@@ -557,9 +557,9 @@ int pc_gen_done(pc_gen_t *g, int rank, uint64_t group_id)
 
 int pc_gen_finish(pc_gen_t *g, int rank)
 {
-    if (rank < 0 || rank >= g->P) return -2;
+    if (rank < 0 || rank >= g->P) return PCOLL_ERR_INTERNAL;
     rank_state_t *s = &g->st[rank];
-    if (s->finishing || s->ready || s->running) return -2;
+    if (s->finishing || s->ready || s->running) return PCOLL_ERR_INTERNAL;
     s->finishing = 1;
     s->ready = 1;
     g->training--;
@@ -619,7 +619,3 @@ void pc_gen_stats(const pc_gen_t *g, pc_gen_stats_t *stats) { *stats = g->stats;
 int pc_gen_buffered(const pc_gen_t *g, int rank) { return g->st[rank].len; }
 int pc_gen_locks(const pc_gen_t *g, int rank) { return locks(&g->st[rank]); }
 int pc_gen_pending(const pc_gen_t *g) { return g->npending; }
-int pc_gen_history_connected(const pc_gen_t *g)
-{
-    return components((pc_gen_t *)g) == 1;
-}

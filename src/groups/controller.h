@@ -53,7 +53,8 @@
 
 #include <stdint.h>
 
-#include "nodes.h"
+#include "../util/nodes.h"
+#include "pcoll.h"
 
 typedef enum pc_gen_kind { PC_GEN_FIFO = 0, PC_GEN_RANDOM = 1, PC_GEN_SMART = 2 } pc_gen_kind_t;
 
@@ -102,9 +103,10 @@ int pc_gen_default_window(int P, int group_size);
 pc_gen_t *pc_gen_create(const pc_gen_config_t *cfg, const pc_gen_out_t *out);
 void pc_gen_destroy(pc_gen_t *g);
 
-/* 0; -1 without memory; -2 when the event breaks the protocol (a rank that
- * is already waiting asks again, a done for a group it was not sent, an
- * event from a finished rank, a rank out of range). */
+/* PCOLL_SUCCESS; PCOLL_ERR_NOMEM; PCOLL_ERR_INTERNAL when the event breaks
+ * the protocol (a rank that is already waiting asks again, a done for a
+ * group it was not sent, an event from a finished rank, a rank out of
+ * range). */
 int pc_gen_request(pc_gen_t *g, int rank, uint64_t iteration);
 int pc_gen_done(pc_gen_t *g, int rank, uint64_t group_id);
 int pc_gen_finish(pc_gen_t *g, int rank);
@@ -122,6 +124,5 @@ void pc_gen_stats(const pc_gen_t *g, pc_gen_stats_t *stats);
 int pc_gen_buffered(const pc_gen_t *g, int rank);
 int pc_gen_locks(const pc_gen_t *g, int rank);
 int pc_gen_pending(const pc_gen_t *g);
-int pc_gen_history_connected(const pc_gen_t *g);
 
 #endif

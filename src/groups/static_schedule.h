@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 
-#include "nodes.h"
+#include "../util/nodes.h"
 
 /* Rank's group at `step`: its members in increasing order into members
  * (room for pc_static_max_group(nodes) ints); returns their number (>= 1). */

@@ -26,18 +26,23 @@
  *   close(last round)             ----->
  *                                 <-----    env.drained: no traffic left
  *
- * A round's data is count + 2 elements of the object's type: the
+ * A round's data is count + PC_TRAILER elements of the object's type: the
  * contribution, then a trailer [active, contributions] that each rank fills
  * for its part and the sum totals (pc_trailer_*).
  */
 #ifndef PC_PARTIAL_BACKEND_H
 #define PC_PARTIAL_BACKEND_H
 
+/* The elements after a round's contribution: [active, contributions]. */
+#define PC_TRAILER 2
+
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../algo/allreduce.h"
 #include "../core/context.h"
+#include "../core/object.h"
 #include "../core/service.h"
 #include "../engine/progress.h"
 #include "pcoll.h"
@@ -70,11 +75,10 @@ typedef struct pc_backend_env {
     int P, me;
     size_t count;
     pcoll_dtype_t dtype;
-    size_t esize, bytes; /* bytes = (count + 2) * esize */
+    size_t esize, bytes; /* bytes = (count + PC_TRAILER) * esize */
     pcoll_contrib_mode_t mode;
     pc_policy_t policy;  /* whose data each round sums (pc_policy_members) */
-    uint32_t channel;    /* of the object (engine/tags.h) */
-    uint64_t object;     /* the object's id */
+    const pc_object_t *obj; /* the object: its identity (channel: engine/tags.h) */
     size_t bitmap_bytes; /* (P + 7) / 8 */
     /* the driver's side, called on the token holder */
     void *owner;
@@ -153,6 +157,22 @@ struct pc_backend {
  * small_bytes: the allreduce setting for the node leaders' exchange. */
 int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pcoll_allreduce_algo_t forced,
                           size_t small_bytes, pc_backend_t **out);
+/* How the node-shared protocol makes a rank of the node look at the object
+ * (pc_backend_shm_create: the engine's kicks on the object's key). */
+typedef struct pc_shm_signals {
+    void *arg;
+    void (*kick)(void *arg, int rank); /* rank's holder runs ops->kick soon */
+    void (*mark)(void *arg);           /* this rank's holder does */
+    void (*listen)(void *arg, int on); /* this rank's holder starts/stops answering kicks */
+} pc_shm_signals_t;
+/* The bytes of a rank's segment (leads: the node's smallest rank). */
+size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads);
+/* Local: the node-shared backend of one node's ranks local[0..nlocal)
+ * (increasing; every rank of env->P) over segments the caller made: seg[rank]
+ * of pc_backend_shm_segment_bytes, zeroed, addressable by all of them (a
+ * test runs ranks as threads).  ops->destroy frees only the backend. */
+int pc_backend_shm_attach(const pc_backend_env_t *env, void **seg, const int *local, int nlocal,
+                          const pc_shm_signals_t *sig, pc_backend_t **out);
 /* Local: the message backend.  forced: the context's algorithm setting
  * (PCOLL_ALGO_AUTO: chosen per round's size, never direct). */
 int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t forced, size_t small_bytes,
@@ -178,6 +198,17 @@ static inline int64_t pc_load_int(const void *at, pcoll_dtype_t t)
     case PCOLL_INT32: return *(const int32_t *)at;
     default: return *(const int64_t *)at;
     }
+}
+
+/* The allreduce of a round's data (count + PC_TRAILER elements, in place)
+ * over n members, this rank the idx-th: the message backend's over the
+ * round's members, the node leaders' over the leaders.  With the algorithm
+ * for rounds (PC_USE_ROUND: never direct unless forced). */
+static inline int pc_round_sched_build(const pc_backend_env_t *env, pcoll_allreduce_algo_t forced, size_t small_bytes,
+                                       int n, int idx, pc_sched_t **out)
+{
+    pc_allreduce_spec_t spec = {n, idx, env->count + PC_TRAILER, env->dtype, PCOLL_SUM, 1};
+    return pc_allreduce_build(&spec, pc_allreduce_choose(PC_USE_ROUND, forced, 0, small_bytes, env->bytes, n), out);
 }
 
 static inline void pc_trailer_set(const pc_backend_env_t *env, void *buf, int64_t active, int64_t contributions)

@@ -212,7 +212,7 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
         s->round = round;
     }
     int first = !s->activated;
-    PC_DEBUG("partial ch%u: activate round %llu root %d flags %u link %d first %d", env->channel,
+    PC_DEBUG("partial ch%u: activate round %llu root %d flags %u link %d first %d", env->obj->channel,
              (unsigned long long)round, root, flags, from_link, first);
     if (first) {
         s->activated = 1;
@@ -260,17 +260,10 @@ static void msg_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
 
 static void round_done(pc_sched_t *s, int status, void *arg);
 
-/* An allreduce in place over n members, this rank the idx-th, trailer
- * included: never the direct algorithm unless forced (ranks join a round
- * one by one as the activation reaches them, and direct's n - 1 messages
- * per rank then slow the activation down: a round at P = 16 took about 25%
- * longer). */
+/* The round's allreduce over n members, this rank the idx-th. */
 static int build(msg_backend_t *m, int n, int idx, pc_sched_t **out)
 {
-    const pc_backend_env_t *env = &m->base.env;
-    pc_allreduce_spec_t spec = {n, idx, env->count + 2, env->dtype, PCOLL_SUM, 1};
-    pcoll_allreduce_algo_t algo = pc_allreduce_choose(m->forced, 0, m->small_bytes, env->bytes, n);
-    return pc_allreduce_build(&spec, algo, out);
+    return pc_round_sched_build(&m->base.env, m->forced, m->small_bytes, n, idx, out);
 }
 
 /* The schedule of round r (activated with flags), bound to its members;
@@ -338,7 +331,7 @@ static void try_start(msg_backend_t *m)
     int active = r >= m->waiting_from || parked;
     m->rounds_started = r + 1;
     pthread_mutex_unlock(&m->lock);
-    PC_DEBUG("partial ch%u: start round %llu active %d contributions %lld", env->channel, (unsigned long long)r,
+    PC_DEBUG("partial ch%u: start round %llu active %d contributions %lld", env->obj->channel, (unsigned long long)r,
              active, (long long)contribs);
 
     if (zero) memset(buf, 0, env->count * env->esize);
@@ -357,7 +350,7 @@ static void try_start(msg_backend_t *m)
     m->running_parked = parked;
     m->round_buf = buf;
     pc_sched_bind(sched, PC_SLOT_OUT, buf);
-    pc_sched_set_tags(sched, pc_tag_base(pc_engine_tags(env->engine), env->channel, r), NULL);
+    pc_sched_set_tags(sched, pc_tag_base(pc_engine_tags(env->engine), env->obj->channel, r), NULL);
     pc_sched_on_done(sched, round_done, m);
     int rc = pc_engine_run(env->engine, sched);
     if (rc != PCOLL_SUCCESS) {

@@ -71,6 +71,12 @@
 #include "internode.h"
 #include "policy.h"
 
+/* Test builds may define it to yield or spin at the protocol's steps
+ * (tests/unit/test_shm_protocol.c): forced interleavings. */
+#ifndef PC_SHM_INTERLEAVE
+#define PC_SHM_INTERLEAVE(where) ((void)0)
+#endif
+
 #define LINE 64
 #define ROUND_UP(x) (((x) + LINE - 1) / LINE * LINE)
 
@@ -116,12 +122,14 @@ typedef struct node_ctl {
 
 typedef struct shm_backend {
     pc_backend_t base;
-    pc_nodemem_t mem; /* mem.seg[rank]: that rank's segment (ranks of this node) */
+    void **seg;       /* seg[rank]: that rank's segment (ranks of this node) */
+    pc_shm_signals_t sig;
+    pc_nodemem_t mem; /* made by pc_backend_shm_create (else mem.seg NULL) */
     int P, me;
     int *local, nlocal; /* this node's ranks, increasing; local[0] leads it */
     int *leaders, nnodes; /* every node's leader, in node order */
     pc_internode_t *net; /* at a node leader when the ranks span nodes */
-    int key;          /* the kick key (the same at every rank) */
+    int key;          /* the engine's kick key (the same at every rank; -1: none) */
     size_t data_bytes; /* count elements */
     size_t stride, rec_bytes;
     node_ctl_t *nc;
@@ -138,11 +146,11 @@ typedef struct shm_backend {
 static shm_backend_t *S(pc_backend_t *b) { return (shm_backend_t *)b; }
 static const shm_backend_t *CS(const pc_backend_t *b) { return (const shm_backend_t *)b; }
 
-static rank_ctl_t *ctl_of(const shm_backend_t *s, int rank) { return s->mem.seg[rank]; }
+static rank_ctl_t *ctl_of(const shm_backend_t *s, int rank) { return s->seg[rank]; }
 
 static unsigned char *pending_of(const shm_backend_t *s, int rank, int b)
 {
-    return (unsigned char *)s->mem.seg[rank] + sizeof(rank_ctl_t) + (size_t)b * s->stride;
+    return (unsigned char *)s->seg[rank] + sizeof(rank_ctl_t) + (size_t)b * s->stride;
 }
 
 /* The sum of the round in `slot` that `leader`'s group shares (the result
@@ -170,7 +178,7 @@ static int bit_of(const shm_backend_t *s, const unsigned char *rec, int rank)
     return h->has_counted && ((bits[rank / 8] >> (rank % 8)) & 1);
 }
 
-static void kick(shm_backend_t *s, int rank) { pc_engine_kick(s->base.env.engine, rank, s->key); }
+static void kick(shm_backend_t *s, int rank) { s->sig.kick(s->sig.arg, rank); }
 static int help(shm_backend_t *s);
 
 /* ---- the application thread ---- */
@@ -185,6 +193,7 @@ static uint64_t acquire_own(shm_backend_t *s, uint64_t bit)
             sched_yield();
             st = atomic_load(&c->state);
         } else if (atomic_compare_exchange_weak(&c->state, &st, st | bit)) {
+            PC_SHM_INTERLEAVE("own acquired");
             return st;
         }
     }
@@ -213,16 +222,18 @@ static uint64_t shm_contribute(pc_backend_t *b, const void *contribution, int (*
         else
             c->held[bi] = (c->held[0] > c->held[1] ? c->held[0] : c->held[1]) + 1;
     }
+    PC_SHM_INTERLEAVE("contribution written");
     uint64_t taken = st >> ST_SHIFT;
     uint64_t set = choose(arg, taken) ? ST_WAITING : 0;
     /* ... to here */
     st = atomic_load(&c->state);
     while (!atomic_compare_exchange_weak(&c->state, &st, (st & ~(uint64_t)ST_ADDING) | set)) {
     }
+    PC_SHM_INTERLEAVE("adding released");
     /* a round may have skipped our part while we added: give it now (any
      * thread may); a round summed here is completed at this rank's next look
      * (the caller waits or calls again: nobody is woken for it) */
-    if (help(s)) pc_engine_mark(env->engine, s->key);
+    if (help(s)) s->sig.mark(s->sig.arg);
     return taken;
 }
 
@@ -239,8 +250,9 @@ static void shm_want(pc_backend_t *b, uint64_t round)
 {
     shm_backend_t *s = S(b);
     atomic_store(&ctl_of(s, s->me)->want, round);
+    PC_SHM_INTERLEAVE("want stored");
     /* the round may be done already: the wait that follows looks at once */
-    if (round) pc_engine_mark(b->env.engine, s->key);
+    if (round) s->sig.mark(s->sig.arg);
 }
 
 /* ---- any thread ---- */
@@ -258,6 +270,7 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
     do {
         if ((st >> ST_SHIFT) != r || (st & (ST_ADDING | ST_TAKING))) return 0;
     } while (!atomic_compare_exchange_weak(&c->state, &st, st | ST_TAKING));
+    PC_SHM_INTERLEAVE("taking");
     int now = (int)(st & ST_CUR), bi = now, next = !now;
     int64_t contributions;
     if (env->mode != PCOLL_ACCUMULATE) {
@@ -280,10 +293,12 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
     int active = (st & ST_WAITING) || bit_of(s, s->record[r % 2], j);
     pc_trailer_set(env, dep, active, contributions);
     c->deposit[r % 2] = (uint32_t)bi;
+    PC_SHM_INTERLEAVE("deposit written");
     /* release: taken + 1, `next` is the application's; WAITING as it is now */
     uint64_t cur = st | ST_TAKING;
     while (!atomic_compare_exchange_weak(&c->state, &cur, ((r + 1) << ST_SHIFT) | (cur & ST_WAITING) | (uint64_t)next)) {
     }
+    PC_SHM_INTERLEAVE("taken");
     atomic_fetch_add(&s->nc->parts[r % 2], 1);
     return 1;
 }
@@ -296,6 +311,7 @@ static void publish_done(shm_backend_t *s, uint64_t r, int kick_self)
     /* seq_cst store, then seq_cst loads of want: a rank either sees done or
      * is seen here (it stores want before it looks at done) */
     atomic_store(&s->nc->done, r + 1);
+    PC_SHM_INTERLEAVE("done stored");
     for (int i = 0; i < s->nlocal; i++) {
         int j = s->local[i];
         uint64_t w = atomic_load(&ctl_of(s, j)->want);
@@ -312,9 +328,9 @@ static void sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int
         memcpy(sum, first, env->bytes);
         return;
     }
-    pc_reduce_sum(sum, first, pending_of(s, m[1], (int)ctl_of(s, m[1])->deposit[slot]), env->count + 2, env->dtype);
+    pc_reduce_sum(sum, first, pending_of(s, m[1], (int)ctl_of(s, m[1])->deposit[slot]), env->count + PC_TRAILER, env->dtype);
     for (int i = 2; i < n; i++)
-        pc_reduce_sum(sum, sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]), env->count + 2,
+        pc_reduce_sum(sum, sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]), env->count + PC_TRAILER,
                       env->dtype);
 }
 
@@ -341,6 +357,7 @@ static int try_sum(shm_backend_t *s, uint64_t r)
     }
     uint64_t expect = r;
     if (!atomic_compare_exchange_strong(&nc->sum_claimed, &expect, r + 1)) return 0;
+    PC_SHM_INTERLEAVE("sum claimed");
     /* acquire every rank's state: each deposit was written under an ADDING
      * or TAKING bit that a release on the state cleared (the takes since are
      * read-modify-writes: the release sequence goes on) */
@@ -358,6 +375,7 @@ static int try_sum(shm_backend_t *s, uint64_t r)
     } else {
         sum_deposits(s, sum_of(s, s->local[0], slot), s->local, s->nlocal, slot);
     }
+    PC_SHM_INTERLEAVE("summed");
     atomic_store(&nc->parts[slot], 0); /* for round r + 2 */
     atomic_store(&nc->summed, r + 1);
     if (s->nnodes > 1)
@@ -427,10 +445,8 @@ static void exchanged(void *arg, uint64_t r) { publish_done(arg, r, 1); }
 
 /* The poller: completes here the rounds done in shared memory, in order,
  * then helps the running one along (and at a node leader, its exchange). */
-static int poll_rounds(pc_engine_t *e, void *arg)
+static int poll_rounds(shm_backend_t *s)
 {
-    (void)e;
-    shm_backend_t *s = arg;
     const pc_backend_env_t *env = &s->base.env;
     int did = 0, helped;
     do {
@@ -445,6 +461,7 @@ static int poll_rounds(pc_engine_t *e, void *arg)
             uint64_t c = s->completed++;
             consume(s, c, buf, &root, &flags, &parked);
             env->completed(env->owner, c, buf, root, flags, parked); /* may close us (the last round) */
+            PC_SHM_INTERLEAVE("completed");
             /* the slot may be summed into again: after the round's observer
              * and delivery, so that whatever another rank sees of a later
              * round comes after them */
@@ -463,7 +480,7 @@ static int poll_rounds(pc_engine_t *e, void *arg)
 static void shm_open(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
-    pc_engine_set_poller(b->env.engine, s->key, poll_rounds, s);
+    s->sig.listen(s->sig.arg, 1);
     kick(s, s->me); /* rounds may have run before this rank opened */
 }
 
@@ -492,6 +509,7 @@ static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, c
         if (own > r || !atomic_compare_exchange_strong(&nc->owner[slot], &own, r + 1)) {
             rc = 0;
         } else {
+            PC_SHM_INTERLEAVE("record claimed");
             record_t *h = (record_t *)s->record[slot];
             h->round = r;
             h->root = root;
@@ -501,12 +519,12 @@ static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, c
             atomic_store(&nc->activated, r + 1); /* publishes the record */
         }
     }
-    PC_DEBUG("partial ch%u: activate round %llu root %d flags %u in shared memory: %d", env->channel,
+    PC_DEBUG("partial ch%u: activate round %llu root %d flags %u in shared memory: %d", env->obj->channel,
              (unsigned long long)r, root, flags, rc);
     if (rc == 1) env->activated(env->owner, r, flags);
     if (rc == 1 && s->nnodes > 1 && s->me != s->local[0]) kick(s, s->local[0]); /* to pass it on */
     if (from_link < 0)
-        poll_rounds(env->engine, s); /* take, sum, and complete what it can */
+        poll_rounds(s); /* take, sum, and complete what it can */
     else
         kick(s, s->me); /* the same once internode.h is done with the message */
     return rc;
@@ -518,7 +536,7 @@ static int activate_hook(void *arg, uint64_t r, int root, uint32_t flags, const 
     return shm_activate(&s->base, r, root, flags, counted, h);
 }
 
-static void shm_kick(pc_backend_t *b) { poll_rounds(b->env.engine, S(b)); }
+static void shm_kick(pc_backend_t *b) { poll_rounds(S(b)); }
 
 static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
 {
@@ -534,7 +552,7 @@ static void shm_close(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
     s->closed = 1;
-    pc_engine_set_poller(b->env.engine, s->key, NULL, NULL);
+    s->sig.listen(s->sig.arg, 0);
     /* nothing of this object travels in messages here but arrivals at the
      * leader, which end with FREE, and at a node leader the other leaders'
      * activations, which end with their FIN */
@@ -587,8 +605,8 @@ static void release(shm_backend_t *s)
 static void shm_destroy(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
-    pc_nodemem_destroy(&s->mem);
-    pc_engine_key_free(b->env.engine, s->key);
+    if (s->mem.seg) pc_nodemem_destroy(&s->mem);
+    if (s->key >= 0) pc_engine_key_free(b->env.engine, s->key);
     release(s);
 }
 
@@ -604,61 +622,129 @@ static void shm_destroy(pc_backend_t *b)
 static const pc_backend_ops_t shm_ops = SHM_OPS("shared-memory");
 static const pc_backend_ops_t hier_ops = SHM_OPS("hierarchical");
 
-/* This node's ranks and every node's leader from the context's node map
- * (node_of[r]: the smallest rank on r's node), the same at every rank; the
- * most ranks any node has.  -1 without memory. */
-static int layout(shm_backend_t *s, const int *node_of)
+/* This node's ranks and every node's leader (its smallest rank) from the
+ * context's node map, the same at every rank; the most ranks any node has. */
+static int layout(shm_backend_t *s, const pc_nodes_t *nodes)
 {
-    int P = s->P, most = 0;
-    int *count = calloc((size_t)P, sizeof *count);
-    s->local = malloc(sizeof(int) * (size_t)P);
-    s->leaders = malloc(sizeof(int) * (size_t)P);
-    if (!count || !s->local || !s->leaders) {
-        free(count);
-        return -1;
+    int most = 0, mine = nodes->node_of[s->me];
+    s->nlocal = pc_nodes_size(nodes, mine);
+    for (int i = 0; i < s->nlocal; i++) s->local[i] = pc_nodes_rank(nodes, mine, i);
+    s->nnodes = nodes->count;
+    for (int n = 0; n < nodes->count; n++) {
+        s->leaders[n] = pc_nodes_leader(nodes, n);
+        if (pc_nodes_size(nodes, n) > most) most = pc_nodes_size(nodes, n);
     }
-    for (int r = 0; r < P; r++) {
-        if (node_of[r] == node_of[s->me]) s->local[s->nlocal++] = r;
-        if (node_of[r] == r) s->leaders[s->nnodes++] = r;
-        if (++count[node_of[r]] > most) most = count[node_of[r]];
-    }
-    free(count);
     return most;
+}
+
+/* GROUP objects whose groups are smaller than P: a sum per group, kept by
+ * the group's leader */
+static int is_grouped(const pc_backend_env_t *env)
+{
+    return env->policy.kind == PCOLL_PARTIAL_GROUP && env->policy.group_size < env->P;
+}
+
+size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads)
+{
+    int grouped = is_grouped(env);
+    size_t stride = ROUND_UP(env->bytes), rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
+    /* the node leader's segment also holds the rounds' state, records and
+     * results (zeroed: nothing activated); a GROUP object's ranks hold the
+     * sums of the groups they lead */
+    size_t sums = grouped ? 2 * stride : 0;
+    return sizeof(rank_ctl_t) + 2 * stride + sums +
+           (leads ? sizeof(node_ctl_t) + 4 * rec_bytes + (grouped ? 0 : 2 * stride) : 0);
+}
+
+/* s (its node layout made) over the segments seg[rank] */
+static void place(shm_backend_t *s, const pc_backend_env_t *env, void **seg, const pc_shm_signals_t *sig)
+{
+    s->base.ops = s->nnodes > 1 ? &hier_ops : &shm_ops;
+    s->base.env = *env;
+    s->seg = seg;
+    s->sig = *sig;
+    s->data_bytes = env->count * env->esize;
+    s->stride = ROUND_UP(env->bytes);
+    s->rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
+    s->grouped = is_grouped(env);
+    s->nc = (node_ctl_t *)pending_of(s, s->local[0], s->grouped ? 4 : 2);
+    s->record[0] = (unsigned char *)(s->nc + 1);
+    s->record[1] = s->record[0] + s->rec_bytes;
+    s->result[0] = s->record[1] + s->rec_bytes;
+    s->result[1] = s->result[0] + s->rec_bytes + (s->grouped ? 0 : s->stride);
+}
+
+static shm_backend_t *new_backend(const pc_backend_env_t *env)
+{
+    shm_backend_t *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->P = env->P;
+    s->me = env->me;
+    s->key = -1;
+    s->sum_members = malloc(sizeof(int) * (size_t)env->P);
+    s->own_members = malloc(sizeof(int) * (size_t)env->P);
+    s->local = malloc(sizeof(int) * (size_t)env->P);
+    s->leaders = malloc(sizeof(int) * (size_t)env->P);
+    if (!s->sum_members || !s->own_members || !s->local || !s->leaders) {
+        release(s);
+        return NULL;
+    }
+    return s;
+}
+
+int pc_backend_shm_attach(const pc_backend_env_t *env, void **seg, const int *local, int nlocal,
+                          const pc_shm_signals_t *sig, pc_backend_t **out)
+{
+    *out = NULL;
+    shm_backend_t *s = new_backend(env);
+    if (!s) return PCOLL_ERR_NOMEM;
+    memcpy(s->local, local, sizeof(int) * (size_t)nlocal);
+    s->nlocal = nlocal;
+    s->leaders[0] = local[0];
+    s->nnodes = 1;
+    place(s, env, seg, sig);
+    *out = &s->base;
+    return PCOLL_SUCCESS;
+}
+
+/* The engine's signals: kicks on the object's key, and its poller. */
+static void engine_kick(void *arg, int rank)
+{
+    shm_backend_t *s = arg;
+    pc_engine_kick(s->base.env.engine, rank, s->key);
+}
+
+static void engine_mark(void *arg)
+{
+    shm_backend_t *s = arg;
+    pc_engine_mark(s->base.env.engine, s->key);
+}
+
+static int engine_poll(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    return poll_rounds(arg);
+}
+
+static void engine_listen(void *arg, int on)
+{
+    shm_backend_t *s = arg;
+    pc_engine_set_poller(s->base.env.engine, s->key, on ? engine_poll : NULL, on ? s : NULL);
 }
 
 int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, pcoll_allreduce_algo_t forced,
                           size_t small_bytes, pc_backend_t **out)
 {
     *out = NULL;
-    shm_backend_t *s = calloc(1, sizeof *s);
-    int P = env->P, me = env->me, most = 0;
-    /* GROUP objects whose groups are smaller than P: a sum per group, kept
-     * by the group's leader */
-    int grouped = env->policy.kind == PCOLL_PARTIAL_GROUP && env->policy.group_size < P;
-    if (s) {
-        s->P = P;
-        s->me = me;
-        s->sum_members = malloc(sizeof(int) * (size_t)P);
-        s->own_members = malloc(sizeof(int) * (size_t)P);
-        /* no context (the caller failed before): no layout, no use */
-        most = env->ctx ? layout(s, env->ctx->node_of) : -1;
-        if (!s->sum_members || !s->own_members || most < 0) { /* the collective steps below still run, saying no */
-            release(s);
-            s = NULL;
-        }
-    }
+    int me = env->me, most = 0;
+    shm_backend_t *s = new_backend(env); /* NULL: the collective steps below still run, saying no */
+    if (s) most = layout(s, &env->ctx->nodes);
     int leads = s && s->local[0] == me;
-    size_t stride = ROUND_UP(env->bytes), rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
-    /* the node leader's segment also holds the rounds' state, records and
-     * results (zeroed: nothing activated); a GROUP object's ranks hold the
-     * sums of the groups they lead */
-    size_t sums = grouped ? 2 * stride : 0;
-    size_t mine = sizeof(rank_ctl_t) + 2 * stride + sums +
-                  (leads ? sizeof(node_ctl_t) + 4 * rec_bytes + (grouped ? 0 : 2 * stride) : 0);
+    size_t mine = pc_backend_shm_segment_bytes(env, leads);
     /* worth it where some node has two ranks or more (else every part would
      * travel by messages anyway); a GROUP object's groups may span nodes:
      * one node only */
-    use = use && s && most >= 2 && !(grouped && s->nnodes > 1);
+    use = use && s && most >= 2 && !(is_grouped(env) && s->nnodes > 1);
     /* rounds here rely on kicks: only with the doorbell of every rank of the
      * node at hand, and with a key that every rank allocates alike (checked
      * below) */
@@ -674,7 +760,7 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
               PCOLL_SUCCESS;
     }
     pc_nodemem_t mem; /* collective: taken part in even without memory for s */
-    int made = pc_nodemem_create(comm, mine, use, &mem) == 0;
+    int made = pc_nodemem_create(comm, env->ctx->node_comm, mine, use, &mem) == 0;
     /* every rank takes the same path: every node's memory (as the node map
      * says), the same key */
     int ok = made && s && mem.local_size == s->nlocal;
@@ -687,19 +773,10 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
         release(s);
         return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : PCOLL_ERR_MPI;
     }
-    s->base.ops = s->nnodes > 1 ? &hier_ops : &shm_ops;
-    s->base.env = *env;
     s->mem = mem;
     s->key = key;
-    s->data_bytes = env->count * env->esize;
-    s->stride = stride;
-    s->rec_bytes = rec_bytes;
-    s->grouped = grouped;
-    s->nc = (node_ctl_t *)pending_of(s, s->local[0], grouped ? 4 : 2);
-    s->record[0] = (unsigned char *)(s->nc + 1);
-    s->record[1] = s->record[0] + rec_bytes;
-    s->result[0] = s->record[1] + rec_bytes;
-    s->result[1] = s->result[0] + rec_bytes + (grouped ? 0 : stride);
+    pc_shm_signals_t engine = {s, engine_kick, engine_mark, engine_listen};
+    place(s, env, mem.seg, &engine);
     *out = &s->base;
     return PCOLL_SUCCESS;
 }

@@ -41,27 +41,13 @@ void pc_partial_buffer_put(pcoll_partial_t *p, void *b)
     pthread_mutex_unlock(&p->lock);
 }
 
-/* ---- the object fails ---- */
+/* ---- the object fails; its control messages ---- */
 
-static void fail(pcoll_partial_t *p, int status, const char *what)
-{
-    pc_log(PCOLL_LOG_ERROR, "partial object %llu: %s", (unsigned long long)p->id, what);
-    pc_fault_set(&p->fault, status, "%s", what);
-    pc_engine_notify(p->engine);
-}
+static void fail(pcoll_partial_t *p, int status, const char *what) { pc_object_fail(&p->base, status, "%s", what); }
 
-static void send_failed(pcoll_t *ctx, void *arg, int status, const char *why)
-{
-    (void)ctx;
-    char what[400];
-    snprintf(what, sizeof what, "a control message could not be delivered: %s", why);
-    fail(arg, status, what);
-}
-
-/* Sends one of the object's control messages (the head is set there). */
 static int send_msg(pcoll_partial_t *p, int peer, void *m, size_t bytes)
 {
-    return pc_service_send_object(p->ctx, peer, p->channel, p->id, m, bytes, send_failed, p);
+    return pc_object_send(&p->base, peer, m, bytes);
 }
 
 /* ---- the leader ---- */
@@ -69,7 +55,7 @@ static int send_msg(pcoll_partial_t *p, int peer, void *m, size_t bytes)
 static int elsewhere(void *arg, int rank)
 {
     pcoll_partial_t *p = arg;
-    return p->needs_park && pc_park_elsewhere(p->ctx, &p->watch, rank);
+    return p->needs_park && pc_park_elsewhere(p->base.ctx, &p->watch, rank);
 }
 
 /* Rounds activated where the leader did not hear of it (node-shared memory:
@@ -92,14 +78,14 @@ static void decide(pcoll_partial_t *p)
     catch_up(p);
     pc_decision_t d;
     if (pc_leader_decide(&p->leader, p->me, elsewhere, p, &d)) activate(p, d.round, d.root, d.flags, d.counted);
-    if (p->needs_park) pc_park_set_waiting(p->ctx, &p->watch, pc_leader_has_waiters(&p->leader));
+    if (p->needs_park) pc_park_set_waiting(p->base.ctx, &p->watch, pc_leader_has_waiters(&p->leader));
 }
 
 static void park_decide(void *arg) { decide(arg); }
 
 static void leader_arrival(pcoll_partial_t *p, int type, int from, uint64_t round)
 {
-    PC_DEBUG("partial ch%u leader: arrival %d for %llu from %d (next %llu)", p->channel, type,
+    PC_DEBUG("partial ch%u leader: arrival %d for %llu from %d (next %llu)", p->base.channel, type,
              (unsigned long long)round, from, (unsigned long long)p->leader.next);
     catch_up(p);
     if (pc_leader_arrival(&p->leader, type, from, round) != 0) {
@@ -142,7 +128,7 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
     pcoll_partial_t *p = owner;
     int64_t active, contribs;
     pc_trailer_get(&p->be->env, buf, &active, &contribs);
-    PC_DEBUG("partial ch%u: round %llu done, flags %u", p->channel, (unsigned long long)r, flags);
+    PC_DEBUG("partial ch%u: round %llu done, flags %u", p->base.channel, (unsigned long long)r, flags);
 
     pthread_mutex_lock(&p->lock);
     pcoll_round_observer_t obs = p->observer;
@@ -185,7 +171,7 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
     if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
     pthread_mutex_unlock(&p->lock);
     pc_partial_buffer_put(p, spare);
-    pc_engine_notify(p->engine);
+    pc_engine_notify(p->base.engine);
 
     if (flags & PC_ROUND_FREE) {
         p->finishing = 1;
@@ -197,7 +183,7 @@ static void on_drained(void *owner)
 {
     pcoll_partial_t *p = owner;
     atomic_store(&p->drained, 1);
-    pc_engine_notify(p->engine);
+    pc_engine_notify(p->base.engine);
 }
 
 static void on_failed(void *owner, int status, const char *what) { fail(owner, status, what); }
@@ -209,8 +195,8 @@ static void backend_release(void *owner, void *buf) { pc_partial_buffer_put(owne
 void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
 {
     memset(env, 0, sizeof *env);
-    env->ctx = p->ctx;
-    env->engine = p->engine;
+    env->ctx = p->base.ctx;
+    env->engine = p->base.engine;
     env->P = p->P;
     env->me = p->me;
     env->count = p->count;
@@ -219,8 +205,7 @@ void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
     env->bytes = p->bytes;
     env->mode = p->cfg.mode;
     env->policy = p->policy;
-    env->channel = p->channel;
-    env->object = p->id;
+    env->obj = &p->base;
     env->bitmap_bytes = p->bitmap_bytes;
     env->owner = p;
     env->activated = on_activated;
@@ -237,7 +222,7 @@ void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
 static void on_message(pcoll_t *ctx, void *arg, int src, const void *msg, size_t bytes)
 {
     (void)ctx;
-    pcoll_partial_t *p = arg;
+    pcoll_partial_t *p = pc_object_of(arg, pcoll_partial_t);
     const pc_obj_msg_t *m = msg;
     if (bytes < sizeof *m) {
         pc_log(PCOLL_LOG_ERROR, "partial: a control message of %zu bytes from rank %d is too short", bytes, src);
@@ -280,7 +265,7 @@ static void arrive_run(pc_engine_t *e, void *arg)
         tell_leader(p, type, p->be->ops->activated(p->be));
         return;
     }
-    PC_DEBUG("partial ch%u: application waits for round %llu", p->channel, (unsigned long long)round);
+    PC_DEBUG("partial ch%u: application waits for round %llu", p->base.channel, (unsigned long long)round);
     if (round < p->be->ops->activated(p->be)) return; /* it came meanwhile: it starts on its own */
     if (pc_policy_arrival(&p->policy, p->me, round, p->scratch) == PC_ARRIVE_START)
         activate(p, round, p->me, 0, NULL);
@@ -297,7 +282,7 @@ int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet)
     t->round = round;
     t->task.fn = arrive_run;
     t->task.arg = t;
-    pc_engine_post_task(p->engine, &t->task, quiet); /* arrive_run frees it */
+    pc_engine_post_task(p->base.engine, &t->task, quiet); /* arrive_run frees it */
     return PCOLL_SUCCESS;
 }
 
@@ -306,68 +291,42 @@ int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet)
 static void respond(pcoll_t *ctx, void *arg, int src, const pc_query_t *q, const int32_t *ranks,
                     unsigned char *missing);
 
-static void open_task(pc_engine_t *e, void *arg)
+/* the holder, once the object's messages come here */
+static void on_open(pc_object_t *base)
 {
-    pcoll_partial_t *p = arg;
-    int rc = pc_service_register_object(p->ctx, p->channel, p->id, on_message, p);
-    pc_park_open(p->ctx);
-    pc_stall_respond(p->ctx, PC_Q_OBJECT, respond, NULL);
-    if (rc == PCOLL_SUCCESS && p->is_leader && p->needs_park) {
-        p->watch.object = p->id;
-        p->watch.channel = p->channel;
+    pcoll_partial_t *p = pc_object_of(base, pcoll_partial_t);
+    pc_park_open(p->base.ctx);
+    pc_stall_respond(p->base.ctx, PC_Q_OBJECT, respond, NULL);
+    if (p->is_leader && p->needs_park) {
+        p->watch.object = p->base.id;
+        p->watch.channel = p->base.channel;
         p->watch.decide = park_decide;
         p->watch.arg = p;
-        if (pc_park_watch(p->ctx, &p->watch) != 0) rc = PCOLL_ERR_NOMEM;
+        if (pc_park_watch(p->base.ctx, &p->watch) != 0) {
+            fail(p, PCOLL_ERR_NOMEM, "no memory to set the object up");
+            return;
+        }
     }
-    if (rc != PCOLL_SUCCESS)
-        fail(p, rc, "no memory to set the object up");
-    else
-        p->be->ops->open(p->be);
-    atomic_store(&p->opened, 1);
-    pc_engine_notify(e);
+    p->be->ops->open(p->be);
 }
 
-static int opened(void *arg) { return atomic_load(&((pcoll_partial_t *)arg)->opened); }
+static void on_close(pc_object_t *base)
+{
+    pcoll_partial_t *p = pc_object_of(base, pcoll_partial_t);
+    if (p->is_leader && p->needs_park) pc_park_unwatch(p->base.ctx, &p->watch);
+}
 
 int pc_driver_open(pcoll_partial_t *p, const char *fn)
 {
-    p->task.fn = open_task;
-    p->task.arg = p;
-    pc_engine_post_task(p->engine, &p->task, 1);
-    pc_engine_wait(p->engine, opened, p);
-    return pc_fault_raise(&p->fault, fn);
+    p->base.on_message = on_message;
+    p->base.on_open = on_open;
+    p->base.on_close = on_close;
+    return pc_object_open(&p->base, fn);
 }
 
-static void close_task(pc_engine_t *e, void *arg)
-{
-    pcoll_partial_t *p = arg;
-    pc_service_register_object(p->ctx, p->channel, 0, NULL, NULL);
-    if (p->is_leader && p->needs_park) pc_park_unwatch(p->ctx, &p->watch);
-    atomic_store(&p->opened, 0);
-    pc_engine_notify(e);
-}
-
-static int closed(void *arg) { return !atomic_load(&((pcoll_partial_t *)arg)->opened); }
-
-void pc_driver_close(pcoll_partial_t *p)
-{
-    p->task.fn = close_task;
-    p->task.arg = p;
-    pc_engine_post_task(p->engine, &p->task, 1);
-    pc_engine_wait(p->engine, closed, p);
-}
+void pc_driver_close(pcoll_partial_t *p) { pc_object_close(&p->base); }
 
 /* ---- stall reports ---- */
-
-static const char *kind_name(const pcoll_partial_t *p)
-{
-    switch (p->cfg.kind) {
-    case PCOLL_PARTIAL_SOLO: return "solo";
-    case PCOLL_PARTIAL_MAJORITY: return "majority";
-    case PCOLL_PARTIAL_GROUP: return "group";
-    default: return "quorum";
-    }
-}
 
 /* Questions any rank answers: has it given its part of a round; is a round
  * activated there. */
@@ -382,8 +341,9 @@ static void respond(pcoll_t *ctx, void *arg, int src, const pc_query_t *q, const
     (void)arg;
     (void)src;
     (void)ranks;
-    pcoll_partial_t *p = pc_service_object(ctx, q->head.channel, q->head.object);
-    if (!p) return;
+    void *base = pc_service_object(ctx, q->head.channel, q->head.object);
+    if (!base) return;
+    pcoll_partial_t *p = pc_object_of(base, pcoll_partial_t);
     if (q->what == Q_DATA) {
         if (!p->be->ops->gave(p->be, q->seq)) pc_bit_set(missing, p->me);
         return;
@@ -402,17 +362,17 @@ void pc_driver_describe(pcoll_partial_t *p, int type, uint64_t round, pc_stall_p
     const char *call = type == PC_ARR_FLUSH ? "pcoll_partial_flush" : type == PC_ARR_FREE ? "pcoll_partial_free"
                                                                                           : "a round";
     if (type == 0)
-        pc_probe_what(probe, "partial object %llu (%s, %s), round %llu", (unsigned long long)p->id, kind_name(p),
+        pc_probe_what(probe, "partial object %llu (%s, %s), round %llu", (unsigned long long)p->base.id, pc_policy_kind_name(p->cfg.kind),
                       p->be->ops->name, (unsigned long long)round);
     else
-        pc_probe_what(probe, "%s of partial object %llu (%s, %s)", call, (unsigned long long)p->id, kind_name(p),
+        pc_probe_what(probe, "%s of partial object %llu (%s, %s)", call, (unsigned long long)p->base.id, pc_policy_kind_name(p->cfg.kind),
                       p->be->ops->name);
     int atype = type == 0 ? PC_ARR_WAIT : type;
     uint64_t activated = p->be->ops->activated(p->be);
     pc_query_t q;
     memset(&q, 0, sizeof q);
-    q.head.channel = p->channel;
-    q.head.object = p->id;
+    q.head.channel = p->base.channel;
+    q.head.object = p->base.id;
     q.kind = PC_Q_OBJECT;
     q.seq = round;
     if (type == 0 && round < activated) {

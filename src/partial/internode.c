@@ -44,10 +44,9 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
     in->node = node;
     pc_links_init(&in->links, n, node, leaders);
     for (int i = 0; i < 2; i++) in->slot[i].round = UINT64_MAX;
-    /* as the message backend's rounds: never the direct algorithm unless
-     * forced (leaders join one by one as the activation reaches them) */
-    pc_allreduce_spec_t spec = {n, node, env->count + 2, env->dtype, PCOLL_SUM, 1};
-    int rc = pc_allreduce_build(&spec, pc_allreduce_choose(forced, 0, small_bytes, env->bytes, n), &in->sched);
+    /* as the message backend's rounds (leaders join one by one as the
+     * activation reaches them) */
+    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, &in->sched);
     if (rc != PCOLL_SUCCESS) {
         free(in);
         return rc;
@@ -132,7 +131,7 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, void *buf)
     in->running = 1;
     in->running_round = r;
     pc_sched_bind(in->sched, PC_SLOT_OUT, buf);
-    pc_sched_set_tags(in->sched, pc_tag_base(pc_engine_tags(in->env.engine), in->env.channel, r), NULL);
+    pc_sched_set_tags(in->sched, pc_tag_base(pc_engine_tags(in->env.engine), in->env.obj->channel, r), NULL);
     pc_sched_on_done(in->sched, exchange_done, in);
     int rc = pc_engine_run(in->env.engine, in->sched);
     if (rc != PCOLL_SUCCESS) {

@@ -53,7 +53,7 @@ void pc_internode_destroy(pc_internode_t *in);
  * the parked bitmap from the node's record): pass it to the other nodes. */
 int pc_internode_initiated(pc_internode_t *in, uint64_t r, int root, uint32_t flags, const unsigned char *counted);
 
-/* Starts exchanging round r's node sum, `buf` (count + 2 elements, summed
+/* Starts exchanging round r's node sum, `buf` (count + PC_TRAILER elements, summed
  * in place); hooks.exchanged follows.  At most one round at a time:
  * returns 0 if one runs, 1 if started, -1 if it failed (env.failed). */
 int pc_internode_exchange(pc_internode_t *in, uint64_t r, void *buf);

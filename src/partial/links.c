@@ -40,13 +40,13 @@ uint64_t pc_links_forward(const pc_links_t *l, int h) { return pc_act_forward_ma
 int pc_links_activate(const pc_links_t *l, const pc_backend_env_t *env, uint64_t round, int root, uint32_t flags,
                       const unsigned char *counted, uint64_t mask)
 {
-    if (!mask) return 0;
+    if (!mask) return PCOLL_SUCCESS;
     size_t bytes = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
     _Alignas(pc_obj_msg_t) unsigned char stack[sizeof(pc_obj_msg_t) + 64]; /* P <= 512: no allocation */
     pc_obj_msg_t *out = bytes <= sizeof stack ? (pc_obj_msg_t *)stack : malloc(bytes);
     if (!out) {
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to forward an activation");
-        return -1;
+        return PCOLL_ERR_NOMEM;
     }
     memset(out, 0, sizeof *out);
     out->type = PC_MSG_ACTIVATE;
@@ -58,7 +58,7 @@ int pc_links_activate(const pc_links_t *l, const pc_backend_env_t *env, uint64_t
     for (int k = 0; mask; k++, mask >>= 1)
         if (mask & 1) env->send(env->owner, rank_of(l, pc_act_peer(l->n, l->me, k)), out, bytes);
     if ((unsigned char *)out != stack) free(out);
-    return 0;
+    return PCOLL_SUCCESS;
 }
 
 int pc_links_close(pc_links_t *l, const pc_backend_env_t *env)

@@ -38,8 +38,8 @@ int pc_links_from(const pc_links_t *l, int src);
  * this participant initiates), as a mask. */
 uint64_t pc_links_forward(const pc_links_t *l, int h);
 
-/* Sends round's activation on the out-links in `mask`; -1 (after
- * env->failed) without memory. */
+/* Sends round's activation on the out-links in `mask`; PCOLL_SUCCESS, or
+ * PCOLL_ERR_NOMEM (after env->failed). */
 int pc_links_activate(const pc_links_t *l, const pc_backend_env_t *env, uint64_t round, int root, uint32_t flags,
                       const unsigned char *counted, uint64_t mask);
 

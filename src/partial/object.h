@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../core/context.h"
+#include "../core/object.h"
 #include "../util/error.h"
 #include "backend.h"
 #include "park.h"
@@ -30,21 +31,17 @@ typedef struct pc_delivery {
 } pc_delivery_t;
 
 struct pcoll_partial {
-    pcoll_t *ctx;
-    pc_engine_t *engine;
+    pc_object_t base;    /* identity, messages, open / close, failure */
     int P, me;
     size_t count;
     pcoll_dtype_t dtype;
-    size_t esize, bytes; /* bytes = (count + 2) * esize */
+    size_t esize, bytes; /* bytes = (count + PC_TRAILER) * esize */
     pcoll_partial_config_t cfg;
     pc_policy_t policy;
-    uint32_t channel;
-    uint64_t id;         /* the context's object id (the same at every rank) */
     size_t bitmap_bytes; /* (P + 7) / 8 */
     int needs_park;      /* rounds can wait for other ranks' arrivals:
                             MAJORITY, QUORUM, or sync_every > 0 (flush and
                             free rounds count only ranks that call them) */
-    pc_object_link_t link;
     pc_backend_t *be;    /* the data phase */
 
     /* ---- shared with the application ---- */
@@ -64,8 +61,6 @@ struct pcoll_partial {
     atomic_ullong rounds_completed;
     atomic_ullong flushes_completed;
     atomic_int drained;          /* the object's traffic has ended here */
-    atomic_int opened;           /* the holder set the object up */
-    pc_fault_t fault;            /* the object failed: every call says why */
 
     /* ---- token holder ---- */
     int *scratch;                /* (H) P ints for the policy */
@@ -76,7 +71,6 @@ struct pcoll_partial {
     pc_leader_t leader;          /* (H) at PC_LEADER */
     pc_park_watch_t watch;       /* (H) at PC_LEADER, when needs_park */
     int finishing;               /* (H) the last round completed here */
-    pc_task_t task;              /* open / close */
 };
 
 /* Spare buffers of p->bytes (any thread; NULL: no memory). */

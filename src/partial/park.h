@@ -25,16 +25,7 @@
 #include <stdint.h>
 
 #include "../core/context.h"
-
-typedef struct pc_park_watch {
-    uint64_t object;
-    uint32_t channel;
-    int *own;                /* blocking calls of each rank about this object */
-    int waiting;             /* a rank waits for a round the leader decides */
-    void (*decide)(void *arg); /* decide again: parked ranks changed */
-    void *arg;
-    struct pc_park_watch *next_waiting;
-} pc_park_watch_t;
+#include "park_ledger.h"
 
 /* Application thread, at create/free of an object that needs it (every
  * rank, collectively): the first attach sets up the context's state. */
@@ -43,8 +34,8 @@ void pc_park_detach(pcoll_t *ctx);
 /* Holder: the PARK handler (once per context, at every rank). */
 void pc_park_open(pcoll_t *ctx);
 
-/* Holder, at the leader. */
-int pc_park_watch(pcoll_t *ctx, pc_park_watch_t *w); /* -1: no memory */
+/* Holder, at the leader: the context's ledger (park_ledger.h). */
+int pc_park_watch(pcoll_t *ctx, pc_park_watch_t *w); /* PCOLL_SUCCESS or PCOLL_ERR_NOMEM */
 void pc_park_unwatch(pcoll_t *ctx, pc_park_watch_t *w);
 void pc_park_set_waiting(pcoll_t *ctx, pc_park_watch_t *w, int on);
 /* 1 if rank is blocked in a call not about w's object. */

@@ -34,6 +34,7 @@
 void pcoll_partial_config_default(pcoll_partial_config_t *cfg)
 {
     if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
     cfg->kind = PCOLL_PARTIAL_SOLO;
     cfg->quorum = 1;
     cfg->group_size = 0;
@@ -44,33 +45,40 @@ void pcoll_partial_config_default(pcoll_partial_config_t *cfg)
     cfg->observer_arg = NULL;
 }
 
-/* The kinds by name; those with a number after a colon say what it is. */
-static const struct kind_name {
-    const char *name;
+/* The kinds' specs (names: pc_policy_kind_name); those with a number
+ * after a colon say what it is. */
+static const struct kind_spec {
     pcoll_partial_kind_t kind;
     const char *number; /* NULL: none; else its name */
     int required, min;
     char letter;
-} kind_names[] = {
-    {"solo", PCOLL_PARTIAL_SOLO, NULL, 0, 0, 0},
-    {"majority", PCOLL_PARTIAL_MAJORITY, NULL, 0, 0, 0},
-    {"quorum", PCOLL_PARTIAL_QUORUM, "quorum", 1, 1, 'Q'},
-    {"group", PCOLL_PARTIAL_GROUP, "group size", 0, 2, 'S'},
+} kind_specs[] = {
+    {PCOLL_PARTIAL_SOLO, NULL, 0, 0, 0},
+    {PCOLL_PARTIAL_MAJORITY, NULL, 0, 0, 0},
+    {PCOLL_PARTIAL_QUORUM, "quorum", 1, 1, 'Q'},
+    {PCOLL_PARTIAL_GROUP, "group size", 0, 2, 'S'},
 };
+
+const char *pcoll_partial_kind_name(pcoll_partial_kind_t kind)
+{
+    const char *name = pc_policy_kind_name((int)kind);
+    return strcmp(name, "?") == 0 ? NULL : name;
+}
 
 int pcoll_partial_config_parse(const char *spec, pcoll_partial_config_t *cfg)
 {
     if (!spec || !cfg) return PC_ERR(PCOLL_ERR_NULL, "%s is NULL", !spec ? "spec" : "cfg");
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
-        const struct kind_name *k = &kind_names[i];
-        if (strlen(k->name) != len || strncmp(spec, k->name, len) != 0) continue;
+    for (size_t i = 0; i < sizeof kind_specs / sizeof kind_specs[0]; i++) {
+        const struct kind_spec *k = &kind_specs[i];
+        const char *name = pc_policy_kind_name(k->kind);
+        if (strlen(name) != len || strncmp(spec, name, len) != 0) continue;
         if ((colon && !k->number) || (!colon && k->required)) break;
         long v = 0;
         if (colon && pc_parse_long(colon + 1, k->min, 1000000000L, &v) != 0)
             return PC_ERR(PCOLL_ERR_ARG, "\"%s\": the %s must be a whole number >= %d (%s:%c)", spec, k->number, k->min,
-                          k->name, k->letter);
+                          name, k->letter);
         cfg->kind = k->kind;
         if (k->kind == PCOLL_PARTIAL_QUORUM) cfg->quorum = (int)v;
         if (k->kind == PCOLL_PARTIAL_GROUP) cfg->group_size = (int)v; /* 0: the default size */
@@ -163,6 +171,7 @@ int pcoll_partial_set_observer(pcoll_partial_t *p, pcoll_round_observer_t fn, vo
 
 static void destroy(pcoll_partial_t *p)
 {
+    pc_object_release(&p->base);
     if (p->be) p->be->ops->destroy(p->be);
     pc_leader_destroy(&p->leader);
     free(p->delivered);
@@ -185,11 +194,7 @@ static const char *kind_text(int64_t v, char *buf, size_t len)
 {
     (void)buf;
     (void)len;
-    return v == PCOLL_PARTIAL_SOLO       ? "solo"
-           : v == PCOLL_PARTIAL_MAJORITY ? "majority"
-           : v == PCOLL_PARTIAL_QUORUM   ? "quorum"
-           : v == PCOLL_PARTIAL_GROUP    ? "group"
-                                         : "?";
+    return pc_policy_kind_name((int)v);
 }
 
 static const char *dtype_text(int64_t v, char *buf, size_t len)
@@ -227,7 +232,7 @@ static int check_args(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     size_t es = pcoll_dtype_size(dtype);
     if (count == 0)
         return *bad = F_COUNT, pc_error(PCOLL_ERR_COUNT, fn, "count is 0; a partial allreduce needs at least one element");
-    if (count > (size_t)PTRDIFF_MAX / es - 2)
+    if (count > (size_t)PTRDIFF_MAX / es - PC_TRAILER)
         return *bad = F_COUNT, pc_error(PCOLL_ERR_COUNT, fn, "count %zu of %s overflows the addressable byte size",
                                         count, pcoll_dtype_name(dtype));
     if (cfg->kind != PCOLL_PARTIAL_SOLO && cfg->kind != PCOLL_PARTIAL_MAJORITY && cfg->kind != PCOLL_PARTIAL_QUORUM &&
@@ -255,20 +260,89 @@ static int check_args(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     return PCOLL_SUCCESS;
 }
 
-/* One collective step of create at every rank; the others learn if it
- * failed here. */
-static int agree_step(pcoll_t *ctx, int rc, const char *fn)
+/* Step 1: the object and its buffers, and its identity (collective: every
+ * rank takes a channel in the same order, even one without memory). */
+static int new_object(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pcoll_partial_config_t *cfg,
+                      pcoll_partial_t **out, const char *fn)
 {
-    return pc_agree(ctx->comm, fn, rc, -1, NULL, 0, PCOLL_ERR_ARG);
+    pcoll_partial_t *p = calloc(1, sizeof *p);
+    pc_object_t scratch_base;
+    int rc = pc_object_init(p ? &p->base : &scratch_base, ctx, "partial", 1, fn);
+    if (!p) {
+        if (rc == PCOLL_SUCCESS) pc_object_release(&scratch_base);
+        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a partial object");
+    }
+    *out = p;
+    p->P = ctx->size;
+    p->me = ctx->rank;
+    p->count = count;
+    p->dtype = dtype;
+    p->esize = pcoll_dtype_size(dtype);
+    p->bytes = (count + PC_TRAILER) * p->esize;
+    p->cfg = *cfg;
+    p->policy = (pc_policy_t){.kind = cfg->kind,
+                              .P = ctx->size,
+                              .quorum = cfg->quorum,
+                              .group_size = group_size_of(cfg, ctx->size),
+                              .sync_every = cfg->sync_every,
+                              .seed = cfg->seed};
+    p->observer = cfg->observer;
+    p->observer_arg = cfg->observer_arg;
+    p->bitmap_bytes = ((size_t)p->P + 7) / 8;
+    p->needs_park = cfg->kind == PCOLL_PARTIAL_MAJORITY || cfg->kind == PCOLL_PARTIAL_QUORUM || cfg->sync_every > 0;
+    p->is_leader = p->me == PC_LEADER;
+    pthread_mutex_init(&p->lock, NULL);
+    atomic_init(&p->rounds_completed, 0);
+    atomic_init(&p->flushes_completed, 0);
+    atomic_init(&p->drained, 0);
+    p->delivered = malloc(p->bytes);
+    p->scratch = malloc(sizeof(int) * (size_t)p->P);
+    p->group = malloc(sizeof(int) * (size_t)p->P);
+    p->round_group = malloc(sizeof(int) * (size_t)p->P);
+    if (rc == PCOLL_SUCCESS && (!p->delivered || !p->scratch || !p->group || !p->round_group ||
+                                (p->is_leader && pc_leader_init(&p->leader, &p->policy) != 0)))
+        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the buffers of %zu elements", count);
+    return rc;
+}
+
+/* Step 2: the data phase.  Up to PCOLL_PARTIAL_SHM_BYTES, node-shared
+ * memory inside each node (collective: every rank takes part and all
+ * decide alike, even one that failed in step 1) ... */
+static int choose_data_phase(pcoll_t *ctx, pcoll_partial_t *p, int rc, const char *fn)
+{
+    pc_backend_env_t env;
+    memset(&env, 0, sizeof env);
+    env.ctx = ctx;
+    env.engine = ctx->engine;
+    env.P = ctx->size;
+    env.me = ctx->rank;
+    if (p) pc_driver_env(p, &env);
+    pcoll_allreduce_algo_t forced = (pcoll_allreduce_algo_t)atomic_load(&ctx->algo);
+    size_t small_bytes = atomic_load(&ctx->small_bytes);
+    int use = p && rc == PCOLL_SUCCESS && p->count * p->esize <= ctx->partial_shm_bytes;
+    pc_backend_t *be = NULL;
+    int brc = pc_backend_shm_create(&env, ctx->comm, use, forced, small_bytes, &be);
+    if (!p) return rc;
+    p->be = be;
+    if (rc == PCOLL_SUCCESS && brc != PCOLL_SUCCESS)
+        rc = pc_error(brc, fn, "cannot set up node-shared memory for the object");
+    /* ... else an allreduce in place over every rank, trailer included:
+     * never the direct algorithm unless forced (ranks join a round one by
+     * one as the activation reaches them, and direct's n - 1 messages per
+     * rank then slow the activation down: a round at P = 16 took about 25%
+     * longer) */
+    if (rc == PCOLL_SUCCESS && !be && (rc = pc_backend_msg_create(&env, forced, small_bytes, &p->be)) != PCOLL_SUCCESS)
+        rc = pc_error(rc, fn, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(forced));
+    return rc;
 }
 
 int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pcoll_partial_config_t *cfg,
                          pcoll_partial_t **out)
 {
     static const char *fn = "pcoll_partial_create";
+    if (out) *out = NULL;
     int rc = pc_ctx_check(ctx, fn);
     if (rc != PCOLL_SUCCESS) return rc; /* without a context nothing can be agreed */
-    if (out) *out = NULL;
     int bad = -1;
     rc = check_args(ctx, count, dtype, cfg, out, fn, &bad);
     /* every rank checks that the others create the same object: a
@@ -288,104 +362,22 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         {"cfg", 0, 0, NULL},
         {"p", 0, 0, NULL},
     };
-    if ((rc = pc_agree(ctx->comm, fn, rc, bad, fields, NFIELDS, PCOLL_ERR_ARG)) != PCOLL_SUCCESS) return rc;
-
-    size_t es = pcoll_dtype_size(dtype);
-    pcoll_partial_t *p = calloc(1, sizeof *p);
-    if (p) {
-        p->ctx = ctx;
-        p->engine = ctx->engine;
-        p->P = ctx->size;
-        p->me = ctx->rank;
-        p->count = count;
-        p->dtype = dtype;
-        p->esize = es;
-        p->bytes = (count + 2) * es;
-        p->cfg = *cfg;
-        p->policy = (pc_policy_t){.kind = cfg->kind,
-                                  .P = ctx->size,
-                                  .quorum = cfg->quorum,
-                                  .group_size = group_size_of(cfg, ctx->size),
-                                  .sync_every = cfg->sync_every,
-                                  .seed = cfg->seed};
-        p->observer = cfg->observer;
-        p->observer_arg = cfg->observer_arg;
-        p->bitmap_bytes = ((size_t)p->P + 7) / 8;
-        p->needs_park = cfg->kind == PCOLL_PARTIAL_MAJORITY || cfg->kind == PCOLL_PARTIAL_QUORUM || cfg->sync_every > 0;
-        p->is_leader = p->me == PC_LEADER;
-        pthread_mutex_init(&p->lock, NULL);
-        pc_fault_clear(&p->fault);
-        atomic_init(&p->rounds_completed, 0);
-        atomic_init(&p->flushes_completed, 0);
-        atomic_init(&p->drained, 0);
-        atomic_init(&p->opened, 0);
-        p->delivered = malloc(p->bytes);
-        p->scratch = malloc(sizeof(int) * (size_t)p->P);
-        p->group = malloc(sizeof(int) * (size_t)p->P);
-        p->round_group = malloc(sizeof(int) * (size_t)p->P);
-        if (!p->delivered || !p->scratch || !p->group || !p->round_group || (p->is_leader && pc_leader_init(&p->leader, &p->policy) != 0))
-            rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the buffers of %zu elements", count);
-    } else {
-        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a partial object");
-    }
-    /* the same channel and id at every rank: every rank allocates, in the
-     * same order */
-    uint32_t channel = 0;
-    uint64_t id = 0;
-    int have_channel = pc_ctx_alloc_channel(ctx, fn, &channel, &id) == PCOLL_SUCCESS;
-    if (rc == PCOLL_SUCCESS && !have_channel) rc = PCOLL_ERR_LIMIT; /* the message is set */
-    if (p) {
-        p->channel = channel;
-        p->id = id;
-    }
-    /* the data phase: up to PCOLL_PARTIAL_SHM_BYTES, node-shared memory
-     * inside each node (collective: every rank takes part and all decide
-     * alike, even one that failed above) ... */
-    pc_backend_env_t env;
-    if (p) pc_driver_env(p, &env);
-    pc_backend_t *be = NULL;
-    pcoll_allreduce_algo_t forced = (pcoll_allreduce_algo_t)atomic_load(&ctx->algo);
-    size_t small_bytes = atomic_load(&ctx->small_bytes);
-    if (p) {
-        int use = rc == PCOLL_SUCCESS && count * es <= ctx->partial_shm_bytes;
-        int brc = pc_backend_shm_create(&env, ctx->comm, use, forced, small_bytes, &be);
-        if (rc == PCOLL_SUCCESS && brc != PCOLL_SUCCESS)
-            rc = pc_error(brc, fn, "cannot set up node-shared memory for the object");
-    } else {
-        /* no object here, but the others go through the same collective */
-        pc_backend_env_t none;
-        memset(&none, 0, sizeof none);
-        none.engine = ctx->engine;
-        none.P = ctx->size;
-        none.me = ctx->rank;
-        pc_backend_shm_create(&none, ctx->comm, 0, forced, small_bytes, &be);
-    }
-    if (p) p->be = be;
-    /* ... else an allreduce in place over every rank, trailer included:
-     * never the direct algorithm unless forced (ranks join a round one by
-     * one as the activation reaches them, and direct's n - 1 messages per
-     * rank then slow the activation down: a round at P = 16 took about 25%
-     * longer) */
-    if (rc == PCOLL_SUCCESS && !be) {
-        if ((rc = pc_backend_msg_create(&env, forced, small_bytes, &p->be)) != PCOLL_SUCCESS)
-            rc = pc_error(rc, fn, "cannot build the round schedule (%s)", pcoll_allreduce_algo_name(forced));
-    }
+    pc_agree_over_t all = pc_agree_group(ctx, NULL, 0);
+    if ((rc = pc_agree(&all, fn, rc, bad, fields, NFIELDS, PCOLL_ERR_ARG)) != PCOLL_SUCCESS) return rc;
+    pcoll_partial_t *p = NULL;
+    rc = new_object(ctx, count, dtype, cfg, &p, fn);
+    rc = choose_data_phase(ctx, p, rc, fn);
     int attached = 0;
     if (rc == PCOLL_SUCCESS && p->needs_park && (rc = pc_park_attach(ctx, fn)) == PCOLL_SUCCESS) attached = 1;
     if (rc == PCOLL_SUCCESS) rc = pc_driver_open(p, fn);
     /* every rank set up (and listens) before anyone sends */
-    if ((rc = agree_step(ctx, rc, fn)) != PCOLL_SUCCESS) {
-        if (p && atomic_load(&p->opened)) pc_driver_close(p);
+    if ((rc = pc_agree_step(&all, fn, rc)) != PCOLL_SUCCESS) {
+        if (p) pc_driver_close(p);
         if (attached) pc_park_detach(ctx);
-        if (have_channel) pc_ctx_free_channel(ctx, channel);
-        if (p)
-            destroy(p); /* collective for a node-shared backend: every rank is here */
+        if (p) destroy(p); /* collective for a node-shared backend: every rank is here */
         return rc;
     }
-    p->link.object = p;
-    p->link.free_fn = free_for_finalize;
-    p->link.watches_blocks = p->needs_park;
-    pc_ctx_register_object(ctx, &p->link);
+    pc_object_register(&p->base, p, free_for_finalize, p->needs_park);
     *out = p;
     return PCOLL_SUCCESS;
 }
@@ -404,7 +396,7 @@ static int reached(void *arg)
 {
     wait_target_t *w = arg;
     pcoll_partial_t *p = w->p;
-    if (pc_fault_status(&p->fault) != PCOLL_SUCCESS) return 1;
+    if (pc_fault_status(&p->base.fault) != PCOLL_SUCCESS) return 1;
     if (w->drain) return atomic_load(&p->drained);
     return atomic_load(&p->rounds_completed) >= w->rounds && atomic_load(&p->flushes_completed) >= w->flushes;
 }
@@ -420,10 +412,10 @@ static void describe(void *arg, pc_stall_probe_t *probe)
 static int wait_for(pcoll_partial_t *p, wait_target_t *w, const char *fn)
 {
     p->be->ops->want(p->be, w->rounds ? w->rounds : atomic_load(&p->rounds_completed) + 1);
-    pc_wait_t wait = {fn, reached, w, describe, w, p->id, p->channel, p->needs_park};
-    int rc = pc_block(p->ctx, &wait);
+    pc_wait_t wait = {fn, reached, w, describe, w, p->base.id, p->base.channel, p->needs_park};
+    int rc = pc_block(p->base.ctx, &wait);
     p->be->ops->want(p->be, 0);
-    if (rc == PCOLL_SUCCESS) rc = pc_fault_raise(&p->fault, fn);
+    if (rc == PCOLL_SUCCESS) rc = pc_fault_raise(&p->base.fault, fn);
     return rc;
 }
 
@@ -490,6 +482,7 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
         pc_partial_buffer_put(p, d);
     }
     if (info) {
+        memset(info, 0, sizeof *info);
         info->rounds = m.rounds;
         info->first_round = m.first;
         info->last_round = m.last;
@@ -548,7 +541,7 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
     if (p && !out) return pc_error(PCOLL_ERR_NULL, fn, "out is NULL");
     int rc = enter(p, fn);
     if (rc != PCOLL_SUCCESS) return rc;
-    if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
+    if ((rc = pc_fault_raise(&p->base.fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
     step_choice_t c = {p, PC_STEP_RESULTS};
     uint64_t taken = p->be->ops->contribute(p->be, contribution, choose, &c);
     wait_target_t w = {p, 0, 0, 0, 0, taken};
@@ -558,7 +551,7 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
         w.rounds = p->be->ops->done(p->be);
         if (!reached(&w)) {
             p->be->ops->want(p->be, w.rounds);
-            pc_engine_wait(p->engine, reached, &w);
+            pc_engine_wait(p->base.engine, reached, &w);
             p->be->ops->want(p->be, 0);
         }
     } else {
@@ -580,7 +573,7 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
         p->be->ops->waiting(p->be, 0);
         if (rc != PCOLL_SUCCESS) return leave(p, rc);
     }
-    if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
+    if ((rc = pc_fault_raise(&p->base.fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
     take(p, out, info, taken, 0, contribution);
     return leave(p, PCOLL_SUCCESS);
 }
@@ -598,7 +591,7 @@ int pcoll_partial_deposit(pcoll_partial_t *p, const void *contribution)
     if (p && !contribution) return pc_error(PCOLL_ERR_NULL, fn, "contribution is NULL");
     int rc = enter(p, fn);
     if (rc != PCOLL_SUCCESS) return rc;
-    if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
+    if ((rc = pc_fault_raise(&p->base.fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
     (void)p->be->ops->contribute(p->be, contribution, no_wait, NULL);
     p->be->ops->waiting(p->be, 0); /* a timed-out call's arrival stood until this call */
     return leave(p, PCOLL_SUCCESS);
@@ -610,7 +603,7 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
     if (p && !out) return pc_error(PCOLL_ERR_NULL, fn, "out is NULL");
     int rc = enter(p, fn);
     if (rc != PCOLL_SUCCESS) return rc;
-    if ((rc = pc_fault_raise(&p->fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
+    if ((rc = pc_fault_raise(&p->base.fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
     /* a flush that timed out is resumed, not begun again, even when it
      * completed in the background since (its result is delivered now) */
     if (!p->flush_resumes) {
@@ -653,11 +646,8 @@ int pcoll_partial_free(pcoll_partial_t **pp)
     wait_target_t w = {p, 0, 0, 1, PC_ARR_FREE, 0};
     rc = wait_for(p, &w, fn);
     if (rc != PCOLL_SUCCESS && !atomic_load(&p->drained)) return leave(p, rc);
-    pcoll_t *ctx = p->ctx;
     pc_driver_close(p);
-    pc_ctx_unregister_object(ctx, &p->link);
-    if (p->needs_park) pc_park_detach(ctx);
-    pc_ctx_free_channel(ctx, p->channel);
+    if (p->needs_park) pc_park_detach(p->base.ctx);
     destroy(p); /* collective for a node-shared backend: every rank is draining */
     *pp = NULL;
     return PCOLL_SUCCESS;

@@ -53,9 +53,10 @@ int pc_policy_members(const pc_policy_t *pol, uint64_t round, uint32_t flags, in
     return pc_rot_group(pol->P, pol->group_size, round, me, members);
 }
 
-int pc_policy_group_max(const pc_policy_t *pol)
+const char *pc_policy_kind_name(int kind)
 {
-    return pol->kind == PCOLL_PARTIAL_GROUP ? pc_rot_max_size(pol->P, pol->group_size) : pol->P;
+    static const char *const names[] = {"solo", "majority", "quorum", "group"};
+    return kind >= 0 && kind < (int)(sizeof names / sizeof names[0]) ? names[kind] : "?";
 }
 
 int pc_policy_window(const pc_policy_t *pol)
@@ -97,9 +98,9 @@ int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol)
     l->scratch = malloc(sizeof(int) * P);
     if (!l->wait_for || !l->waiting || !l->flushing || !l->freeing || !l->counted || !l->scratch) {
         pc_leader_destroy(l);
-        return -1;
+        return PCOLL_ERR_NOMEM;
     }
-    return 0;
+    return PCOLL_SUCCESS;
 }
 
 void pc_leader_destroy(pc_leader_t *l)
@@ -121,28 +122,28 @@ static void set(unsigned char *flag, int *count, int on)
 
 int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round)
 {
-    if (rank < 0 || rank >= l->pol.P) return -1;
+    if (rank < 0 || rank >= l->pol.P) return PCOLL_ERR_INTERNAL;
     switch (type) {
     case PC_ARR_WAIT:
         /* a rank waits for round n after completing n - 1: rounds < n are
          * activated.  A WAIT for a round before `next` is stale (that round
          * is activated); one after it waits until `next` gets there (GROUP:
          * the leader has not heard of n - 1 yet) */
-        if (round < l->next) return 0;
+        if (round < l->next) return PCOLL_SUCCESS;
         if (round > l->seen) l->seen = round;
         l->wait_for[rank] = round + 1;
         if (round == l->next) set(&l->waiting[rank], &l->nwaiting, 1);
-        return 0;
+        return PCOLL_SUCCESS;
     case PC_ARR_FLUSH:
         if (round > l->seen) l->seen = round;
         set(&l->flushing[rank], &l->nflushing, 1);
-        return 0;
+        return PCOLL_SUCCESS;
     case PC_ARR_FREE:
         if (round > l->seen) l->seen = round;
         set(&l->flushing[rank], &l->nflushing, 0);
         set(&l->freeing[rank], &l->nfreeing, 1);
-        return 0;
-    default: return -1;
+        return PCOLL_SUCCESS;
+    default: return PCOLL_ERR_INTERNAL;
     }
 }
 

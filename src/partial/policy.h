@@ -67,14 +67,16 @@ int pc_policy_members(const pc_policy_t *pol, uint64_t round, uint32_t flags, in
  * round that is not synchronous and whose groups are smaller than P); 0 if
  * completing it needed every rank's part. */
 int pc_policy_in_groups(const pc_policy_t *pol, uint64_t round, uint32_t flags);
-/* The most members any round has. */
-int pc_policy_group_max(const pc_policy_t *pol);
+/* "solo", "majority", "quorum", "group" ("?" for another value): the one
+ * table of the kinds' names. */
+const char *pc_policy_kind_name(int kind);
 /* Rounds that can be activated and not complete at one rank at once: 2,
  * or for GROUP the rotation's depth + 2 (a rank completes round r only
  * after every rank completed round r - depth). */
 int pc_policy_window(const pc_policy_t *pol);
 
-/* The step a call takes after adding its contribution (DESIGN section 4):
+/* The step a call takes after adding its contribution (docs/design.md,
+ * section 5):
  *   PC_STEP_RESULTS  rounds completed (or done, not yet collected) since
  *                    the previous call: return them, the contribution waits
  *   PC_STEP_RUNNING  a round that took pending before the contribution was
@@ -109,13 +111,13 @@ typedef struct pc_leader {
     int *scratch;            /* P ints */
 } pc_leader_t;
 
-int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol); /* -1: no memory */
+int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol); /* PCOLL_SUCCESS or PCOLL_ERR_NOMEM */
 void pc_leader_destroy(pc_leader_t *l);
 
 /* Rank `rank` arrived (PC_ARR_*); round: WAIT's round, or for FLUSH and
  * FREE the rounds the rank knew activated.  A WAIT for a round after `next`
- * is kept until `next` reaches it.  Returns 0, or -1 if the event is
- * impossible (no such rank or type). */
+ * is kept until `next` reaches it.  Returns PCOLL_SUCCESS, or
+ * PCOLL_ERR_INTERNAL if the event is impossible (no such rank or type). */
 int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round);
 /* Round `round` is activated (by anyone), with these flags. */
 void pc_leader_activated(pc_leader_t *l, uint64_t round, uint32_t flags);

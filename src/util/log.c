@@ -6,7 +6,8 @@
 #include <string.h>
 
 static atomic_int log_level = PCOLL_LOG_WARN;
-static atomic_int log_rank = -1;
+static atomic_int first_rank = -1;   /* the process's first context's rank */
+static _Thread_local int thread_rank = -1, thread_context = 0;
 
 static const char *level_names[] = {"none", "error", "warn", "info", "debug"};
 
@@ -30,7 +31,13 @@ pcoll_log_level_t pcoll_get_log_level(void) { return (pcoll_log_level_t)atomic_l
 
 int pc_log_enabled(pcoll_log_level_t level) { return (int)level <= atomic_load(&log_level); }
 
-void pc_log_set_rank(int rank) { atomic_store(&log_rank, rank); }
+void pc_log_set_rank(int rank, int context)
+{
+    int none = -1;
+    if (context <= 1) atomic_compare_exchange_strong(&first_rank, &none, rank);
+    thread_rank = rank;
+    thread_context = context;
+}
 
 void pc_log(pcoll_log_level_t level, const char *fmt, ...)
 {
@@ -40,6 +47,11 @@ void pc_log(pcoll_log_level_t level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    char who[32];
+    if (thread_context > 1)
+        snprintf(who, sizeof who, "%d@%d", thread_rank, thread_context);
+    else
+        snprintf(who, sizeof who, "%d", thread_rank >= 0 ? thread_rank : atomic_load(&first_rank));
     /* one fprintf per line keeps lines from different threads whole */
-    fprintf(stderr, "pcoll[%d] %s: %s\n", atomic_load(&log_rank), level_names[level], line);
+    fprintf(stderr, "pcoll[%s] %s: %s\n", who, level_names[level], line);
 }

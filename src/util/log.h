@@ -7,8 +7,13 @@
 
 void pc_log(pcoll_log_level_t level, const char *fmt, ...) PC_PRINTF(2, 3);
 int pc_log_enabled(pcoll_log_level_t level);
-/* The rank shown in log lines (set once the context knows it). */
-void pc_log_set_rank(int rank);
+/* Whose log lines the calling thread writes: rank `rank` of context
+ * number `context` (1, 2, ... in this process): "pcoll[3]" for the first
+ * context, "pcoll[3@2]" for the second.  Set by pcoll_init, by every
+ * public call that takes a context or an object (pc_ctx_check) and by the
+ * context's progress thread; a thread that never set it writes as the
+ * process's first context. */
+void pc_log_set_rank(int rank, int context);
 /* Parses none|error|warn|info|debug or 0-4; returns -1 when invalid. */
 int pc_log_parse_level(const char *text);
 

@@ -25,7 +25,12 @@ int pc_parse_long(const char *text, long min, long max, long *out)
 
 int pc_parse_double(const char *text, double *out)
 {
-    if (!text || !*text || isspace((unsigned char)text[0])) return -1;
+    /* strict: an optional '-', then a digit or a '.'; decimal only (strtod
+     * alone would take blanks, a '+', hexadecimal and "inf") */
+    if (!text) return -1;
+    const char *t = text[0] == '-' ? text + 1 : text;
+    if (!(isdigit((unsigned char)t[0]) || (t[0] == '.' && isdigit((unsigned char)t[1])))) return -1;
+    if (strpbrk(text, "xXpP")) return -1;
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
@@ -56,18 +61,3 @@ int pc_parse_bytes(const char *text, size_t *out)
     return 0;
 }
 
-const char *pc_format_bytes(size_t bytes, char *buf, size_t len)
-{
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (v == floor(v))
-        snprintf(buf, len, "%.0f %s", v, units[u]);
-    else
-        snprintf(buf, len, "%.1f %s", v, units[u]);
-    return buf;
-}

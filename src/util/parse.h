@@ -10,13 +10,12 @@
  * Returns 0 on success, -1 if malformed or out of range. */
 int pc_parse_bytes(const char *text, size_t *out);
 
-/* A whole decimal number in [min, max]. Returns 0 on success, -1 otherwise. */
+/* A whole decimal number in [min, max] (no blanks, no '+'). Returns 0 on
+ * success, -1 otherwise. */
 int pc_parse_long(const char *text, long min, long max, long *out);
 
-/* A finite decimal number. Returns 0 on success, -1 otherwise. */
+/* A finite decimal number ("2.5", "-1", ".5", "1e3"; no blanks, no '+', no
+ * hexadecimal). Returns 0 on success, -1 otherwise. */
 int pc_parse_double(const char *text, double *out);
-
-/* Formats a byte count as "64 B", "4 KiB", "1.5 MiB" into buf. */
-const char *pc_format_bytes(size_t bytes, char *buf, size_t len);
 
 #endif

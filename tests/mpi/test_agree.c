@@ -14,6 +14,10 @@
  *   - pcoll_agree (for bindings and applications): equal values pass; a
  *     value that differs at one rank, a different number of values, or a
  *     local failure at one rank (with its reason) fails every rank naming it;
+ *   - PCOLL_CHECK=1: an allreduce on all ranks called with a different
+ *     count, type or op at one rank, or with a bad argument at one rank
+ *     only, fails every rank naming it (without the check the ranks would
+ *     hang or reduce garbage); matching calls still reduce;
  *   - an MPI failure (two ranks on different algorithms: a message too long
  *     for its receive) fails the operation with PCOLL_ERR_MPI and a message
  *     naming the MPI call (2 ranks; with a timeout so nothing can hang).
@@ -176,6 +180,44 @@ static void public_agreement(pcoll_t *ctx)
 /* Two ranks on different algorithms: rank 0 sends its whole vector where
  * rank 1 receives half of it.  MPI reports the truncation; the operation
  * fails with it at rank 1 (rank 0 receives a shorter message: no error). */
+static void checked_calls(void)
+{
+    pcoll_t *ctx;
+    CHECK_RC(init_with("PCOLL_CHECK", "1", 0, "1", &ctx));
+    int last = size - 1;
+    float in[4] = {1, 2, 3, 4}, out[4];
+    CHECK_RC(pcoll_allreduce(ctx, in, out, 4, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0));
+    CHECK(out[0] == size && out[3] == 4 * size);
+    if (size > 1) {
+        EXPECT_ERR(pcoll_allreduce(ctx, in, out, rank == last ? 3 : 4, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0),
+                   PCOLL_ERR_ARG, "count differs");
+        names_call("pcoll_allreduce");
+        CHECK_MSG(strstr(pcoll_last_error(), "count"), "\"%s\" does not name count", pcoll_last_error());
+        pcoll_request_t *req = NULL;
+        EXPECT_ERR(pcoll_iallreduce(ctx, in, out, 4, rank == last ? PCOLL_INT32 : PCOLL_FLOAT32, PCOLL_SUM, NULL, 0,
+                                    &req),
+                   PCOLL_ERR_ARG, "dtype differs");
+        CHECK(req == NULL && strstr(pcoll_last_error(), "dtype") && strstr(pcoll_last_error(), "int32"));
+        EXPECT_ERR(pcoll_allreduce(ctx, in, out, 4, PCOLL_FLOAT32, rank == last ? PCOLL_AVG : PCOLL_SUM, NULL, 0),
+                   PCOLL_ERR_ARG, "op differs");
+        CHECK(strstr(pcoll_last_error(), "op"));
+        /* a bad argument at one rank: its own status there, the others
+         * learn which rank */
+        int rc = pcoll_allreduce(ctx, in, rank == last ? NULL : out, 4, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
+        CHECK(rc == PCOLL_ERR_NULL);
+        char words[32];
+        snprintf(words, sizeof words, "rank %d", last);
+        if (rank != last)
+            CHECK_MSG(strstr(pcoll_last_error(), words), "\"%s\" does not name %s", pcoll_last_error(), words);
+    }
+    /* matching calls after the failures: nothing left out of step */
+    pcoll_request_t *req;
+    CHECK_RC(pcoll_iallreduce(ctx, in, out, 4, PCOLL_FLOAT32, PCOLL_AVG, NULL, 0, &req));
+    CHECK_RC(pcoll_wait(&req));
+    CHECK(out[0] == 1 && out[3] == 4);
+    CHECK_RC(pcoll_finalize(&ctx));
+}
+
 static void mpi_failure(void)
 {
     if (size != 2) return;
@@ -211,6 +253,7 @@ int main(int argc, char **argv)
     create_agreement(ctx);
     public_agreement(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
+    checked_calls();
     mpi_failure();
     if (rank == 0) printf("test_agree: P=%d, %ld checks passed\n", size, tu_checks_);
     MPI_Finalize();

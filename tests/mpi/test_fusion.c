@@ -85,7 +85,7 @@ static void run_layout(pcoll_t *ctx, unsigned long long seed, int mode, pcoll_dt
     make_layout(&x, seed, mode, es);
     char *grad = malloc(x.total * es), *want = malloc(x.total * es);
     CHECK(grad && want);
-    pcoll_fusion_profile_t prof = {x.L, x.bytes, x.tb, 500};
+    pcoll_fusion_profile_t prof = {.nlayers = x.L, .bytes = x.bytes, .backward_us = x.tb, .forward_us = 500};
     pcoll_cost_model_t m;
     CHECK_RC(pcoll_cost_model_linear(300, 0.002, &m));
     for (size_t s = 0; s < sizeof strategies / sizeof strategies[0]; s++) {
@@ -136,7 +136,7 @@ static void test_errors(pcoll_t *ctx)
     size_t count[3] = {10, 20, 30}, offset[3] = {0, 10, 30}, bytes[3] = {40, 80, 120};
     double tb[3] = {10, 10, 10};
     float grad[60];
-    pcoll_fusion_profile_t prof = {3, bytes, tb, 0};
+    pcoll_fusion_profile_t prof = {.nlayers = 3, .bytes = bytes, .backward_us = tb, .forward_us = 0};
     pcoll_cost_model_t m;
     CHECK_RC(pcoll_cost_model_linear(300, 0.002, &m));
     pcoll_fusion_spec_t spec;
@@ -175,10 +175,11 @@ static void test_errors(pcoll_t *ctx)
                                        rank == 1 ? other : pl, &f),
                    PCOLL_ERR_ARG, "rank(s) 1");
         pcoll_fusion_plan_free(&other);
-        /* a bad argument at rank 0 alone: the others fail too */
+        /* a bad argument at rank 0 alone: the others fail too, with its
+         * status, naming it and the field */
         EXPECT_ERR(pcoll_fusion_create(ctx, NULL, 0, grad, rank == 0 ? (pcoll_dtype_t)99 : PCOLL_FLOAT32, PCOLL_SUM,
                                        offset, count, pl, &f),
-                   rank == 0 ? PCOLL_ERR_DTYPE : PCOLL_ERR_ARG, rank == 0 ? "dtype" : "rank(s) 0");
+                   PCOLL_ERR_DTYPE, rank == 0 ? "dtype 99" : "dtype is invalid at rank 0");
     }
     pcoll_fusion_plan_free(&pl);
 }
@@ -200,7 +201,7 @@ static void test_calibrate(pcoll_t *ctx)
     EXPECT_ERR(pcoll_calibrate(ctx, NULL, 0, &cfg, &m), PCOLL_ERR_ARG, "max_bytes");
     if (rank == 0) {
         int group[1] = {size - 1};
-        if (size > 1) EXPECT_ERR(pcoll_calibrate(ctx, group, 1, NULL, &m), PCOLL_ERR_ARG, "not in the group");
+        if (size > 1) EXPECT_ERR(pcoll_calibrate(ctx, group, 1, NULL, &m), PCOLL_ERR_GROUP, "not a member");
     }
 }
 

@@ -6,9 +6,13 @@
  *   - the averages are real: with constant weights and no local steps the
  *     sum of all ranks' models stays what it was (FIFO, static), to
  *     rounding; the spread of the models across ranks shrinks;
+ *   - every member of a group reports the same group (id, members) and
+ *     ends with the same model: the group's average;
  *   - random delays between calls and hundreds of groups per rank: no
- *     deadlock, and free drains (ranks stop at different call counts for
- *     the controller policies);
+ *     deadlock; ranks stop at different call counts (controller policies)
+ *     and pcoll_preduce_drain runs the groups still planned with them, so
+ *     with constant weights the sum of the models stays what it was for
+ *     every policy;
  *   - the config parser: every spec of the docs, and bad ones named;
  *   - bad arguments: named errors at every rank;
  *   - a rank that stops calling: the others time out (PCOLL_ERR_TIMEOUT)
@@ -82,6 +86,64 @@ static double total(const double *m)
     return all;
 }
 
+/* one call's group as a member saw it */
+typedef struct seen {
+    double group_id, first, members, model; /* members: a hash of the list */
+} seen_t;
+
+static int by_group(const void *a, const void *b)
+{
+    const seen_t *x = a, *y = b;
+    if (x->group_id != y->group_id) return x->group_id < y->group_id ? -1 : 1;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    return 0;
+}
+
+/* Rank 0 gathers what every rank saw: the records of one group (its id
+ * and first member: static steps hold several groups) are as many as its
+ * members, with the same member list and the same model. */
+static void members_agree(const char *spec, int planned_ahead, const seen_t *mine, int n)
+{
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    int doubles = 4 * n;
+    MPI_Gather(&doubles, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int total_n = 0;
+    if (rank == 0)
+        for (int r = 0; r < size; r++) {
+            displs[r] = total_n;
+            total_n += counts[r];
+        }
+    seen_t *all = rank == 0 ? malloc(sizeof(double) * (size_t)(total_n + 4)) : NULL;
+    MPI_Gatherv(mine, doubles, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        int records = total_n / 4, groups = 0;
+        qsort(all, (size_t)records, sizeof *all, by_group);
+        for (int i = 0; i < records;) {
+            int j = i;
+            while (j < records && by_group(&all[i], &all[j]) == 0) {
+                CHECK_MSG(all[j].members == all[i].members, "%s: group %.0f: members differ between members",
+                          spec, all[i].group_id);
+                CHECK_MSG(fabs(all[j].model - all[i].model) <= 1e-9 * (1 + fabs(all[i].model)),
+                          "%s: group %.0f: models %.17g and %.17g after its average", spec, all[i].group_id,
+                          all[i].model, all[j].model);
+                j++;
+            }
+            /* the hash carries the size; Ripples plans groups ahead, and a
+             * member that had stopped calling ran its group in drain */
+            int want = (int)(all[i].members / 1e9);
+            CHECK_MSG(planned_ahead ? j - i <= want : j - i == want,
+                      "%s: group %.0f (first %.0f): %d members reported it, it has %d", spec, all[i].group_id,
+                      all[i].first, j - i, want);
+            groups++;
+            i = j;
+        }
+        CHECK(groups > 0);
+    }
+    free(all);
+    free(counts);
+    free(displs);
+}
+
 static void run(pcoll_t *ctx, const char *spec, int calls)
 {
     pcoll_preduce_config_t c;
@@ -99,6 +161,7 @@ static void run(pcoll_t *ctx, const char *spec, int calls)
     unsigned seed = (unsigned)rank * 7919u + 1;
     uint64_t iter = 0;
     int alone = 0;
+    seen_t *seen = malloc(sizeof(seen_t) * (size_t)mine);
     for (int k = 0; k < mine; k++) {
         if (rand_r(&seed) % 4 == 0) usleep((useconds_t)(rand_r(&seed) % 300));
         pcoll_preduce_info_t info;
@@ -118,7 +181,11 @@ static void run(pcoll_t *ctx, const char *spec, int calls)
         if (c.policy == PCOLL_PREDUCE_FIFO) CHECK(info.iteration >= iter);
         if (info.iteration > iter) iter = info.iteration;
         alone += info.group_size == 1;
+        double hash = 0;
+        for (int i = 0; i < info.group_size; i++) hash = fmod(hash * 31 + info.members[i] + 1, 1e6);
+        seen[k] = (seen_t){(double)info.group_id, info.members[0], info.group_size * 1e9 + hash, m[COUNT - 1]};
     }
+
     pcoll_preduce_stats_t st;
     CHECK_RC(pcoll_preduce_get_stats(o, &st));
     if (rank == c.controller && !is_static) {
@@ -129,15 +196,20 @@ static void run(pcoll_t *ctx, const char *spec, int calls)
                (unsigned long long)st.bridges, (unsigned long long)st.holds, (unsigned long long)st.conflicts,
                st.busy_s, st.open_s);
     }
+    /* the groups planned with this rank already (Ripples) average now */
+    CHECK_RC(pcoll_preduce_drain(o, m));
+    /* (after drain: a rank still calling may wait for a group of this one) */
+    members_agree(spec, c.policy == PCOLL_PREDUCE_RIPPLES_RANDOM || c.policy == PCOLL_PREDUCE_RIPPLES_SMART, seen,
+                  mine);
+    free(seen);
+    EXPECT_ERR(pcoll_preduce(o, m, iter + 1, NULL), PCOLL_ERR_STATE, "drain");
     CHECK_RC(pcoll_preduce_free(&o));
     CHECK(o == NULL);
-    /* FIFO and static: models change only by group averages with weights
-     * 1/n, so their sum stays (RANDOM and SMART: a freed rank may still be
-     * averaged in with its last model, which leaves its own unchanged) */
+    /* models change only by group averages; with weights 1/n their sum
+     * stays, for every policy once the planned groups are drained */
     double after = total(m);
-    if (c.policy == PCOLL_PREDUCE_FIFO && !c.dynamic_weights)
+    if (!c.dynamic_weights)
         CHECK_MSG(fabs(after - before) <= 1e-9 * fabs(before), "%s: sum %.17g, was %.17g", spec, after, before);
-    if (is_static) CHECK_MSG(fabs(after - before) <= 1e-9 * fabs(before), "%s: sum %.17g, was %.17g", spec, after, before);
     /* the models came closer to each other */
     double lo = m[0], hi = m[0];
     MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);

@@ -182,7 +182,7 @@ static void fusion_timeout(void)
     size_t bytes[L], off[L], cnt[L];
     double tb[L];
     for (int l = 0; l < L; l++) bytes[l] = 400, off[l] = 100 * (size_t)l, cnt[l] = 100, tb[l] = 10;
-    pcoll_fusion_profile_t prof = {L, bytes, tb, 0};
+    pcoll_fusion_profile_t prof = {.nlayers = L, .bytes = bytes, .backward_us = tb, .forward_us = 0};
     pcoll_cost_model_t m;
     pcoll_fusion_spec_t spec;
     pcoll_fusion_plan_t *pl;

@@ -229,6 +229,25 @@ def test_preduce_keeps_the_mean(ctx):
     assert np.allclose(total, 10.0 * sum(range(ctx.size)))  # constant weights keep the sum
 
 
+def test_preduce_drain_keeps_the_sum(ctx):
+    # Ripples plans groups ahead: ranks that stop at different calls drain
+    # the groups still planned with them, so constant weights keep the sum
+    n = 64
+    o = ctx.preduce(n, "float64", spec="ripples:random:%d" % min(2, ctx.size))
+    model = np.full(n, float(ctx.rank * 10))
+    for k in range(20 + 3 * ctx.rank):
+        o.reduce(model, k + 1)
+    with pytest.raises(ValueError, match="elements"):
+        o.drain(np.zeros(n + 1))
+    o.drain(model)
+    with pytest.raises(pcoll.Error, match="drain"):
+        o.reduce(model, 100)
+    o.free()
+    total = model.copy()
+    ctx.allreduce(total)
+    assert np.allclose(total, 10.0 * sum(range(ctx.size)))
+
+
 def test_cost_model_and_plans():
     m = pcoll.CostModel(100.0, 0.01)
     assert m.predict(1000) == pytest.approx(110.0)

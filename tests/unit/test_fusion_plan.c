@@ -94,7 +94,7 @@ static double uni(rng_t *r)
 static pcoll_fusion_plan_t *plan_of(const pcoll_fusion_profile_t *p, const pcoll_cost_model_t *m,
                                     pcoll_fusion_strategy_t s, size_t cap)
 {
-    pcoll_fusion_spec_t spec = {s, cap};
+    pcoll_fusion_spec_t spec = {.strategy = s, .fixed_bytes = cap};
     pcoll_fusion_plan_t *pl = NULL;
     CHECK_RC(pcoll_fusion_plan_create(p, m, &spec, &pl));
     return pl;
@@ -180,7 +180,7 @@ static void test_random(void)
             m.segment[0] = (pcoll_cost_segment_t){0, m.a_us / 4, m.b_us * 3};
             m.segment[1] = (pcoll_cost_segment_t){4096 * (1 + 64 * uni(&r)), m.a_us, m.b_us};
         }
-        pcoll_fusion_profile_t p = {L, bytes, tb, tf};
+        pcoll_fusion_profile_t p = {.nlayers = L, .bytes = bytes, .backward_us = tb, .forward_us = tf};
         size_t cap = (size_t)(4 * (1 + uni(&r) * 2e6));
         pcoll_fusion_plan_t *opt = plan_of(&p, &m, PCOLL_FUSION_OPTIMAL, 0), *mg = plan_of(&p, &m, PCOLL_FUSION_MGWFBP, 0),
                             *wf = plan_of(&p, &m, PCOLL_FUSION_WFBP, 0), *si = plan_of(&p, &m, PCOLL_FUSION_SINGLE, 0),
@@ -235,7 +235,7 @@ static void test_counterexample(void)
 {
     size_t bytes[3] = {1000, 100, 900};
     double tb[3] = {40, 10, 20};
-    pcoll_fusion_profile_t p = {3, bytes, tb, 0};
+    pcoll_fusion_profile_t p = {.nlayers = 3, .bytes = bytes, .backward_us = tb, .forward_us = 0};
     pcoll_cost_model_t m;
     CHECK_RC(pcoll_cost_model_linear(20, 0.05, &m));
     pcoll_fusion_plan_t *mg = plan_of(&p, &m, PCOLL_FUSION_MGWFBP, 0), *opt = plan_of(&p, &m, PCOLL_FUSION_OPTIMAL, 0),
@@ -270,7 +270,7 @@ static void test_googlenet(const char *dir)
     }
     fclose(f);
     CHECK(L == 64);
-    pcoll_fusion_profile_t p = {L, bytes, tb, tbsum / 2};
+    pcoll_fusion_profile_t p = {.nlayers = L, .bytes = bytes, .backward_us = tb, .forward_us = tbsum / 2};
     pcoll_cost_model_t m;
     CHECK_RC(pcoll_cost_model_linear(633.64, 0.0035, &m));
     pcoll_fusion_strategy_t s[] = {PCOLL_FUSION_WFBP, PCOLL_FUSION_SINGLE, PCOLL_FUSION_MGWFBP, PCOLL_FUSION_OPTIMAL};
@@ -291,7 +291,7 @@ static void test_errors(void)
 {
     size_t bytes[2] = {4, 4};
     double tb[2] = {1, -1};
-    pcoll_fusion_profile_t p = {2, bytes, tb, 0};
+    pcoll_fusion_profile_t p = {.nlayers = 2, .bytes = bytes, .backward_us = tb, .forward_us = 0};
     pcoll_cost_model_t m;
     pcoll_fusion_spec_t spec;
     pcoll_fusion_plan_t *pl;
@@ -318,7 +318,7 @@ static void test_errors(void)
     pw.segment[1] = (pcoll_cost_segment_t){8, -5, 1}; /* a fitted line may start below 0 */
     CHECK_RC(pcoll_fusion_plan_create(&p, &pw, &spec, &pl));
     pcoll_fusion_plan_free(&pl);
-    pcoll_fusion_spec_t bad = {(pcoll_fusion_strategy_t)99, 0};
+    pcoll_fusion_spec_t bad = {.strategy = (pcoll_fusion_strategy_t)99, .fixed_bytes = 0};
     pcoll_fusion_spec_name(&bad, name, sizeof name);
     CHECK(!strcmp(name, "?"));
     EXPECT_ERR(pcoll_fusion_spec_parse("fixed:0", &spec), PCOLL_ERR_ARG, "fixed:0");

@@ -156,8 +156,8 @@ static void test_quorum(void)
     CHECK(!pc_leader_has_waiters(&l));
     CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 3, 0) == 0); /* stale: round 0 runs */
     CHECK(!pc_leader_has_waiters(&l));
-    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 5, 1) == -1); /* no such rank */
-    CHECK(pc_leader_arrival(&l, 99, 3, 1) == -1);          /* no such arrival */
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 5, 1) == PCOLL_ERR_INTERNAL); /* no such rank */
+    CHECK(pc_leader_arrival(&l, 99, 3, 1) == PCOLL_ERR_INTERNAL);          /* no such arrival */
     /* round 1: two wait, one is parked elsewhere: counted, and listed */
     CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 0, 1) == 0);
     CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 2, 1) == 0);

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "groups/controller.h"
-#include "groups/nodes.h"
+#include "util/nodes.h"
 #include "groups/static_schedule.h"
 #include "groups/staleness.h"
 #include "unit_check.h"
@@ -545,8 +545,28 @@ static void test_smart(void)
     pc_nodes_destroy(&nodes);
 }
 
+/* Events that break the protocol are refused, named PCOLL_ERR_INTERNAL, and
+ * change nothing: a rank out of range, a second request while waiting, a
+ * done for a group it was not sent, anything after its finish. */
+static void test_protocol_errors(void)
+{
+    rec_t rec;
+    pc_gen_t *g = recording((pc_gen_config_t){PC_GEN_FIFO, 4, 2, 0, 0.5, 0, 0, 0, NULL, 1}, &rec);
+    CHECK(pc_gen_request(g, 4, 0) == PCOLL_ERR_INTERNAL && pc_gen_request(g, -1, 0) == PCOLL_ERR_INTERNAL);
+    CHECK(pc_gen_request(g, 0, 0) == PCOLL_SUCCESS && rec.got[0] == 0); /* waits for a partner */
+    CHECK(pc_gen_request(g, 0, 0) == PCOLL_ERR_INTERNAL);               /* asks again while waiting */
+    CHECK(pc_gen_done(g, 0, 12345) == PCOLL_ERR_INTERNAL);              /* no such group of its own */
+    CHECK(pc_gen_request(g, 1, 0) == PCOLL_SUCCESS && rec.got[0] == 1 && rec.got[1] == 1);
+    CHECK(pc_gen_done(g, 0, rec.id[0] + 1) == PCOLL_ERR_INTERNAL);      /* not the group it was sent */
+    CHECK(pc_gen_done(g, 0, rec.id[0]) == PCOLL_SUCCESS && pc_gen_done(g, 1, rec.id[1]) == PCOLL_SUCCESS);
+    CHECK(pc_gen_finish(g, 2) == PCOLL_SUCCESS);
+    CHECK(pc_gen_finish(g, 2) == PCOLL_ERR_INTERNAL && pc_gen_request(g, 2, 0) == PCOLL_ERR_INTERNAL);
+    pc_gen_destroy(g);
+}
+
 int main(void)
 {
+    test_protocol_errors();
     test_weights();
     test_static();
     test_frozen();

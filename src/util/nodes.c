@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pcoll.h"
+
 int pc_nodes_init(pc_nodes_t *nodes, int P, const int *labels)
 {
     memset(nodes, 0, sizeof *nodes);
@@ -14,7 +16,7 @@ int pc_nodes_init(pc_nodes_t *nodes, int P, const int *labels)
     nodes->rank_at = malloc(sizeof(int) * (size_t)P);
     if (!nodes->node_of || !nodes->local_of || !nodes->first || !nodes->rank_at) {
         pc_nodes_destroy(nodes);
-        return -1;
+        return PCOLL_ERR_NOMEM;
     }
     /* node numbers in the order of their smallest rank (O(P^2) at worst:
      * done once, at setup) */
@@ -32,7 +34,7 @@ int pc_nodes_init(pc_nodes_t *nodes, int P, const int *labels)
     int *fill = calloc((size_t)nodes->count + 1, sizeof(int));
     if (!fill) {
         pc_nodes_destroy(nodes);
-        return -1;
+        return PCOLL_ERR_NOMEM;
     }
     for (int r = 0; r < P; r++) {
         int n = nodes->node_of[r];
@@ -46,7 +48,7 @@ int pc_nodes_init(pc_nodes_t *nodes, int P, const int *labels)
 int pc_nodes_init_blocks(pc_nodes_t *nodes, int P, int per_node)
 {
     int *labels = malloc(sizeof(int) * (size_t)(P > 0 ? P : 1));
-    if (!labels) return -1;
+    if (!labels) return PCOLL_ERR_NOMEM;
     for (int r = 0; r < P; r++) labels[r] = per_node > 0 ? r / per_node : 0;
     int rc = pc_nodes_init(nodes, P, labels);
     free(labels);

@@ -1,0 +1,407 @@
+/*
+ * The node-shared backend's lock-free protocol (partial/backend_shm.c) with
+ * the ranks of one node as threads of this process, so that a thread
+ * sanitizer sees every access (across processes it sees none):
+ *
+ *   rank j = an application thread   contribute (random pauses, WAITING
+ *                                     on or off), want
+ *          + a holder thread          answers kicks (ops->kick), activates
+ *                                     rounds (several holders race for the
+ *                                     same round), completes them
+ *
+ * The protocol's steps yield, spin or sleep at random (PC_SHM_INTERLEAVE,
+ * defined here before the backend's source is compiled into this test):
+ * interleavings that a quiet machine rarely shows.
+ *
+ * Contribution k of rank j puts j * K + k + 1 into the elements that
+ * belong to rank j (i % P == j) and 0 elsewhere, so a round's result says
+ * what it took from each rank:
+ *   ACCUMULATE  over all rounds, rank j's elements add up to all of j's
+ *               contributions: nothing lost, nothing counted twice; the
+ *               trailer counts every contribution once;
+ *   REPLACE     a round holds one whole contribution of each rank that has
+ *               contributed (never a torn one), and never an older one
+ *               than the round before;
+ *   GROUP       (WAGMA's rotating groups of 2) each rank receives its
+ *               group's sum; over the groups and rounds, conservation as
+ *               ACCUMULATE;
+ * and every rank completes every round, in order, with the same result.
+ * Nothing may hang: a watchdog fails the test after 300 s.
+ *
+ * usage: test_shm_protocol [contributions per rank (default 3000)]
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void interleave(void);
+#define PC_SHM_INTERLEAVE(where) interleave()
+#include "partial/backend_shm.c"
+
+#include "unit_check.h"
+
+/* CHECK for the ranks' threads (CHECK's counter is the main thread's) */
+#define TCHECK(c)                                                                                  \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                         \
+            _exit(1);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+#define MAXP 8
+#define COUNT (MAXP * 40)
+
+static _Thread_local unsigned rng_state;
+
+static unsigned rnd(void)
+{
+    rng_state = rng_state * 1103515245u + 12345u;
+    return rng_state >> 8;
+}
+
+static void interleave(void)
+{
+    unsigned r = rnd() % 64;
+    if (r < 16)
+        sched_yield();
+    else if (r < 20)
+        for (volatile int i = (int)(rnd() % 2000); i > 0; i--) {
+        }
+    else if (r == 20) {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- one rank ---- */
+
+/* a completed round as one rank saw it */
+typedef struct round {
+    double part[MAXP]; /* what it took from each rank (its elements) */
+    int64_t contributions, active;
+    int root;
+} round_t;
+
+typedef struct rank {
+    int me;
+    pc_backend_t *b;
+    pc_backend_env_t env;
+    atomic_int kicked, listening;
+    /* what it completed, round by round (the holder's; read after it ended) */
+    round_t *rounds;
+    size_t cap;
+    atomic_ullong completed;
+    /* the application */
+    int64_t given;   /* contributions made */
+    double total;    /* of its values */
+    atomic_int app_done;
+    pthread_t app, holder;
+} rank_t;
+
+static rank_t ranks[MAXP];
+static int P, K;
+static pcoll_contrib_mode_t mode;
+static pc_policy_t policy;
+static atomic_int finishing, stop_holders;
+static atomic_ullong final_round; /* rounds to complete: set once finishing */
+static void *segs[MAXP];
+static pc_object_t object;
+
+static void sig_kick(void *arg, int rank)
+{
+    (void)arg;
+    atomic_store(&ranks[rank].kicked, 1);
+}
+static void sig_mark(void *arg) { atomic_store(&((rank_t *)arg)->kicked, 1); }
+static void sig_listen(void *arg, int on) { atomic_store(&((rank_t *)arg)->listening, on); }
+
+static void *env_buffer(void *owner) { return malloc(((rank_t *)owner)->env.bytes); }
+static void env_release(void *owner, void *buf)
+{
+    (void)owner;
+    free(buf);
+}
+static void env_activated(void *owner, uint64_t round, uint32_t flags)
+{
+    (void)owner;
+    (void)round;
+    (void)flags;
+}
+static void env_completed(void *owner, uint64_t round, void *buf, int root, uint32_t flags, int parked)
+{
+    rank_t *rk = owner;
+    (void)flags;
+    (void)parked;
+    uint64_t c = atomic_load(&rk->completed);
+    TCHECK(round == c); /* in order, once */
+    TCHECK(root >= 0 && root < P);
+    if (c == rk->cap) {
+        rk->cap = rk->cap ? 2 * rk->cap : 1024;
+        rk->rounds = realloc(rk->rounds, sizeof(round_t) * rk->cap);
+        TCHECK(rk->rounds != NULL);
+    }
+    round_t *x = &rk->rounds[c];
+    memset(x, 0, sizeof *x);
+    const double *res = buf;
+    for (int o = 0; o < P; o++) x->part[o] = res[o];
+    for (int i = P; i < COUNT; i++) TCHECK(res[i] == res[i % P]); /* whole contributions, never torn */
+    pc_trailer_get(&rk->env, buf, &x->active, &x->contributions);
+    x->root = root;
+    free(buf);
+    atomic_store(&rk->completed, c + 1);
+}
+static void env_drained(void *owner) { (void)owner; }
+static void env_failed(void *owner, int status, const char *what)
+{
+    fprintf(stderr, "rank %d failed: %d %s\n", ((rank_t *)owner)->me, status, what);
+    TCHECK(0);
+}
+static int env_send(void *owner, int peer, void *msg, size_t bytes)
+{
+    (void)owner, (void)peer, (void)msg, (void)bytes;
+    TCHECK(0); /* one node: the protocol sends nothing */
+    return PCOLL_ERR_INTERNAL;
+}
+
+static int choose_waiting(void *arg, uint64_t taken)
+{
+    (void)arg;
+    (void)taken;
+    return (int)(rnd() % 2);
+}
+
+static void *app_thread(void *arg)
+{
+    rank_t *rk = arg;
+    rng_state = 1000u + (unsigned)rk->me;
+    double *v = calloc(COUNT, sizeof(double));
+    for (int k = 0; k < K; k++) {
+        double x = (double)(rk->me * K + k + 1);
+        for (int i = rk->me; i < COUNT; i += P) v[i] = x;
+        rk->b->ops->contribute(rk->b, v, choose_waiting, NULL);
+        rk->given++;
+        rk->total += x;
+        if (rnd() % 8 == 0) rk->b->ops->want(rk->b, rk->b->ops->done(rk->b) + 1);
+        if (rnd() % 4 == 0) sched_yield();
+    }
+    rk->b->ops->want(rk->b, 0);
+    free(v);
+    atomic_store(&rk->app_done, 1);
+    /* like a flush: wait for the last round, asking to be kicked for it
+     * (a rank that asks for nothing learns of rounds only when it looks) */
+    uint64_t f;
+    while ((f = atomic_load(&final_round)) == 0) sched_yield();
+    rk->b->ops->want(rk->b, f);
+    while (atomic_load(&rk->completed) < f) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    rk->b->ops->want(rk->b, 0);
+    return NULL;
+}
+
+static void *holder_thread(void *arg)
+{
+    rank_t *rk = arg;
+    rng_state = 2000u + (unsigned)rk->me;
+    pc_backend_t *b = rk->b;
+    b->ops->open(b);
+    TCHECK(atomic_load(&rk->listening));
+    int final_mine = 0;
+    while (!atomic_load(&stop_holders)) {
+        if (atomic_exchange(&rk->kicked, 0)) b->ops->kick(b);
+        uint64_t a = b->ops->activated(b), d = b->ops->done(b);
+        int fin = atomic_load(&finishing);
+        /* at most two rounds activated and not done (the driver's window) */
+        if (a < d + 2) {
+            if (!fin) {
+                (void)b->ops->activate(b, a, rk->me, 0, NULL, -1);
+            } else if (fin && rk->me == 0 && !final_mine) {
+                /* after every application finished: a last round takes
+                 * what is left */
+                if (b->ops->activate(b, a, rk->me, 0, NULL, -1) == 1) {
+                    atomic_store(&final_round, a + 1);
+                    final_mine = 1;
+                }
+            }
+        }
+        if (!atomic_load(&rk->kicked)) {
+            struct timespec ts = {0, 5000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    b->ops->close(b);
+    TCHECK(!atomic_load(&rk->listening));
+    return NULL;
+}
+
+/* where it stands (for a hang: not signal-safe, but the process ends) */
+static void dump(void)
+{
+    if (!ranks[0].b) return;
+    const shm_backend_t *s = (const shm_backend_t *)ranks[0].b;
+    const node_ctl_t *nc = s->nc;
+    fprintf(stderr, "activated %llu done %llu summed %llu claimed %llu parts %u %u blocked %llu final %llu\n",
+            (unsigned long long)nc->activated, (unsigned long long)nc->done, (unsigned long long)nc->summed,
+            (unsigned long long)nc->sum_claimed, nc->parts[0], nc->parts[1], (unsigned long long)nc->blocked,
+            (unsigned long long)final_round);
+    for (int j = 0; j < P; j++) {
+        const rank_ctl_t *c = ctl_of(s, j);
+        uint64_t st = c->state;
+        fprintf(stderr, "  rank %d: taken %llu flags %llx want %llu consumed %llu completed %llu kicked %d app %s\n",
+                j, (unsigned long long)(st >> ST_SHIFT), (unsigned long long)(st & 15), (unsigned long long)c->want,
+                (unsigned long long)c->consumed, (unsigned long long)ranks[j].completed, (int)ranks[j].kicked,
+                ranks[j].app_done ? "done" : "running");
+    }
+}
+
+static void watchdog(int sig)
+{
+    (void)sig;
+    fprintf(stderr, "test_shm_protocol: no progress for 300 s (a hang)\n");
+    dump();
+    _exit(2);
+}
+
+static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind)
+{
+    P = nranks;
+    mode = m;
+    memset(&policy, 0, sizeof policy);
+    policy.kind = kind;
+    policy.P = P;
+    policy.quorum = 1;
+    policy.group_size = kind == PCOLL_PARTIAL_GROUP ? 2 : 0;
+    atomic_store(&finishing, 0);
+    atomic_store(&stop_holders, 0);
+    atomic_store(&final_round, 0);
+    memset(&object, 0, sizeof object);
+    object.kind = "partial";
+    int local[MAXP];
+    for (int j = 0; j < P; j++) local[j] = j;
+    for (int j = 0; j < P; j++) {
+        rank_t *rk = &ranks[j];
+        memset(rk, 0, sizeof *rk);
+        rk->me = j;
+        pc_backend_env_t *e = &rk->env;
+        e->P = P;
+        e->me = j;
+        e->count = COUNT;
+        e->dtype = PCOLL_FLOAT64;
+        e->esize = sizeof(double);
+        e->bytes = (COUNT + PC_TRAILER) * sizeof(double);
+        e->mode = mode;
+        e->policy = policy;
+        e->obj = &object;
+        e->bitmap_bytes = (size_t)(P + 7) / 8;
+        e->owner = rk;
+        e->activated = env_activated;
+        e->completed = env_completed;
+        e->drained = env_drained;
+        e->failed = env_failed;
+        e->send = env_send;
+        e->buffer = env_buffer;
+        e->release = env_release;
+    }
+    for (int j = 0; j < P; j++) {
+        size_t bytes = (pc_backend_shm_segment_bytes(&ranks[j].env, j == 0) + 63) / 64 * 64;
+        segs[j] = aligned_alloc(64, bytes);
+        CHECK(segs[j] != NULL);
+        memset(segs[j], 0, bytes);
+    }
+    for (int j = 0; j < P; j++) {
+        pc_shm_signals_t sig = {&ranks[j], sig_kick, sig_mark, sig_listen};
+        CHECK(pc_backend_shm_attach(&ranks[j].env, segs, local, P, &sig, &ranks[j].b) == PCOLL_SUCCESS);
+    }
+    for (int j = 0; j < P; j++) {
+        CHECK(pthread_create(&ranks[j].holder, NULL, holder_thread, &ranks[j]) == 0);
+        CHECK(pthread_create(&ranks[j].app, NULL, app_thread, &ranks[j]) == 0);
+    }
+    for (int j = 0; j < P; j++)
+        while (!atomic_load(&ranks[j].app_done)) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    atomic_store(&finishing, 1);
+    /* every rank completes every round up to the last */
+    for (int j = 0; j < P; j++) pthread_join(ranks[j].app, NULL);
+    atomic_store(&stop_holders, 1);
+    for (int j = 0; j < P; j++) pthread_join(ranks[j].holder, NULL);
+
+    uint64_t rounds = atomic_load(&final_round);
+    double per_rank[MAXP] = {0}, last_seen[MAXP] = {0};
+    int64_t counted = 0, given = 0;
+    for (int j = 0; j < P; j++) {
+        CHECK(atomic_load(&ranks[j].completed) == rounds);
+        given += ranks[j].given;
+    }
+    for (uint64_t r = 0; r < rounds; r++) {
+        CHECK(ranks[0].rounds[r].root >= 0);
+        for (int j = 0; j < P; j++) {
+            /* the rank's group in round r sums its members' parts; every
+             * member got the same */
+            int members[MAXP], n = P;
+            if (kind == PCOLL_PARTIAL_GROUP)
+                n = pc_policy_members(&policy, r, 0, j, members);
+            else
+                for (int i = 0; i < P; i++) members[i] = i;
+            const round_t *x = &ranks[j].rounds[r], *lead = &ranks[members[0]].rounds[r];
+            CHECK(memcmp(x, lead, sizeof *x) == 0);
+            CHECK(x->active >= 0 && x->active <= n);
+            int in_group[MAXP] = {0};
+            for (int i = 0; i < n; i++) in_group[members[i]] = 1;
+            for (int o = 0; o < P; o++)
+                if (!in_group[o]) CHECK(x->part[o] == 0);
+            if (j != members[0]) continue; /* one look per group */
+            counted += x->contributions;
+            for (int i = 0; i < n; i++) {
+                int o = members[i];
+                double v = x->part[o];
+                per_rank[o] += v;
+                if (mode == PCOLL_REPLACE) {
+                    /* one contribution of o, or nothing before its first */
+                    CHECK(v == 0 || (v >= o * K + 1 && v <= o * K + K));
+                    CHECK(v >= last_seen[o]); /* never an older one */
+                    last_seen[o] = v;
+                }
+            }
+        }
+    }
+    if (mode == PCOLL_ACCUMULATE) {
+        for (int j = 0; j < P; j++) CHECK(per_rank[j] == ranks[j].total);
+        CHECK(counted == given);
+    } else {
+        for (int j = 0; j < P; j++) CHECK(last_seen[j] == j * K + K); /* the last round holds the last */
+    }
+    printf("  P=%d %-10s %-7s %llu rounds, %lld contributions: every one accounted for\n", P,
+           mode == PCOLL_ACCUMULATE ? "accumulate" : "replace", pc_policy_kind_name(kind), (unsigned long long)rounds,
+           (long long)given);
+    for (int j = 0; j < P; j++) {
+        free(ranks[j].rounds);
+        ranks[j].b->ops->destroy(ranks[j].b);
+    }
+    for (int j = 0; j < P; j++) free(segs[j]);
+}
+
+int main(int argc, char **argv)
+{
+    K = argc > 1 ? atoi(argv[1]) : 3000;
+    if (K < 1) K = 1;
+    signal(SIGALRM, watchdog);
+    alarm(argc > 2 ? atoi(argv[2]) : 300);
+    rng_state = 1;
+    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_QUORUM);
+    run(5, PCOLL_ACCUMULATE, PCOLL_PARTIAL_QUORUM);
+    run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM);
+    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP);
+    run(2, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO);
+    printf("test_shm_protocol: %ld checks passed\n", checks);
+    return 0;
+}
