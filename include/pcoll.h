@@ -48,7 +48,9 @@ extern "C" {
  * pointer (pcoll_round_t, pcoll_fusion_plan_t, pcoll_config_var_t) grow
  * at their end.  Enums only gain values.  A change that cannot keep to this
  * gets a new function and a new major version.  (tests/unit/test_abi.c
- * holds the sizes.)
+ * holds the sizes.)  While the version is 0.x (the library's SOVERSION is
+ * 0) this is the aim, not yet a promise: a 0.x release may still break the
+ * ABI, and says so in its notes.
  */
 #define PCOLL_RESERVED 8
 
@@ -313,7 +315,10 @@ PCOLL_API int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, 
 
 typedef struct pcoll_request pcoll_request_t;
 
-/* Buffers must stay valid and untouched until the request completes. */
+/* Buffers must stay valid and untouched until the request completes.
+ * With PCOLL_CHECK=1 a call on all ranks first agrees with the other ranks
+ * on count, type and op, so it returns only once every rank has called
+ * it (without the check it returns at once). */
 PCOLL_API int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
                      pcoll_dtype_t dtype, pcoll_op_t op, const int *group, int group_size,
                      pcoll_request_t **req);

@@ -46,17 +46,9 @@ static int sum(const pc_agree_over_t *o, int64_t *buf, size_t count, const char 
     /* every rank as a group list, not as the context's own operations:
      * member-agreed ids, so that a rank that never comes is named in a
      * timeout and an earlier timed-out operation on all ranks is no matter */
-    const int *group = o->group;
-    int n = o->group_size, *all = NULL;
-    if (!group) {
-        n = o->ctx->size;
-        if (!(all = malloc(sizeof(int) * (size_t)n)))
-            return pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the call against the other ranks");
-        for (int i = 0; i < n; i++) all[i] = i;
-        group = all;
-    }
+    const int *group = o->group ? o->group : o->ctx->all_ranks;
+    int n = o->group ? o->group_size : o->ctx->size;
     int rc = pcoll_allreduce(o->ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, n);
-    free(all);
     return rc == PCOLL_SUCCESS ? rc
                                : pc_error(rc, fn, "checking the call against the other members failed: %s",
                                           pcoll_last_error());
@@ -158,25 +150,24 @@ int pc_agree(const pc_agree_over_t *o, const char *fn, int status, int bad, cons
                                        : pc_error(PCOLL_ERR_GROUP, fn, "this rank (%d) is not in the group",
                                                   o->ctx->rank);
     /* what step 3 needs is allocated first: a member without the memory
-     * fails in step 1 like any other local failure (the bitmap of up to
-     * 4096 members is on the stack) */
-    size_t words = (size_t)(n + 63) / 64;
-    int64_t stack_bits[64], *bits = words <= 64 ? stack_bits : calloc(words, sizeof *bits);
+     * fails in step 1 like any other local failure */
     int64_t *rows = nfields > 0 ? calloc((size_t)n * (size_t)nfields, sizeof *rows) : NULL;
-    if (!bits) {
-        free(rows);
-        return pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the call against the other ranks");
-    }
-    if (bits == stack_bits) memset(stack_bits, 0, sizeof stack_bits);
     if (nfields > 0 && !rows && status == PCOLL_SUCCESS)
         status = pc_error(PCOLL_ERR_NOMEM, fn, "no memory to check the call against the other ranks");
-    if (status != PCOLL_SUCCESS) bits[me / 64] |= (int64_t)((uint64_t)1 << (me % 64));
-    int rc = sum(o, bits, words, fn);
-    int first = -1;
-    for (size_t w = 0; rc == PCOLL_SUCCESS && first < 0 && w < words; w++)
-        for (int b = 0; b < 64 && first < 0; b++)
-            if ((uint64_t)bits[w] & ((uint64_t)1 << b)) first = (int)w * 64 + b;
-    if (bits != stack_bits) free(bits);
+    /* step 1: the bitmap of failed members, summed 4096 members at a time
+     * (on the stack: nothing here can fail for want of memory) */
+    int rc = PCOLL_SUCCESS, first = -1;
+    for (int base = 0; rc == PCOLL_SUCCESS && base < n; base += 64 * 64) {
+        int64_t bits[64];
+        memset(bits, 0, sizeof bits);
+        size_t words = (size_t)((n - base < 64 * 64 ? n - base : 64 * 64) + 63) / 64;
+        if (status != PCOLL_SUCCESS && me >= base && me < base + 64 * 64)
+            bits[(me - base) / 64] |= (int64_t)((uint64_t)1 << ((me - base) % 64));
+        rc = sum(o, bits, words, fn);
+        for (size_t w = 0; rc == PCOLL_SUCCESS && first < 0 && w < words; w++)
+            for (int b = 0; b < 64 && first < 0; b++)
+                if ((uint64_t)bits[w] & ((uint64_t)1 << b)) first = base + (int)w * 64 + b;
+    }
     if (rc != PCOLL_SUCCESS) {
         free(rows);
         return status != PCOLL_SUCCESS ? status : rc;

@@ -5,22 +5,27 @@
  * same arguments and configuration, and a failure at one member must not
  * leave the others waiting.  Each member brings its local status (what it
  * found alone: a bad argument, no memory) and the values that must agree;
- * one gather later every member knows whether to go on, and if not, every
- * member fails with a message naming what differs (or what failed, and
- * why, in the failing member's own words) and at which ranks:
+ * after at most three sums every member knows whether to go on, and if
+ * not, every member fails with a message naming what differs (or what
+ * failed, and why, in the failing member's own words) and at which ranks:
  *
  *   pcoll_partial_create: count differs between ranks: 4 at rank(s) 0, 2, 3; 8 at rank(s) 1
  *   pcoll_init: PCOLL_SPIN_US is invalid at rank 2 (there: PCOLL_SPIN_US="5 " is not ...); every rank fails
  *
+ *   step 1  each member sets its bit if it failed here    (a sum of bitmaps)
+ *   step 2  only if one did: the first failing member gives its status,
+ *           bad field and message; every member fails with them
+ *   step 3  else each member fills its row of values; the first field that
+ *           differs fails every member, naming it and the ranks
+ *
  * Every setup call reaches its agreement whatever its local checks found, so
  * that a member with a bad argument fails the others at once instead of
- * leaving them in the next collective step.  The one exception is a member
- * whose group list itself is unusable: it cannot know whom to agree with.
- *
- *   member i:  row i = [status, bad field, values...]   --gather-->  rows of all members
- *              the first failing member (lowest index): every member fails,
- *                its message distributed from it (a second step, on failure only);
- *              else the first field that differs: every member fails naming it
+ * leaving them in the next collective step.  The exceptions are the members
+ * that cannot know whom to agree with, and fail alone: a NULL context (or,
+ * for pcoll_init, MPI_COMM_NULL or MPI not initialized) and an unusable
+ * group list (not a member, a rank out of range, a repeated rank).  The
+ * others then wait in the agreement until the stall report and
+ * PCOLL_TIMEOUT_S name the missing member.
  *
  * The rows travel over an MPI communicator (pcoll_init: before the context
  * exists) or over a group of the context (every other setup; all ranks as a

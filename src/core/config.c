@@ -12,7 +12,7 @@
 void pc_config_defaults(pc_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->log_level = pcoll_get_log_level(); /* as the process has it: PCOLL_LOG overrides */
+    cfg->log_level = pcoll_get_log_level(); /* as the process has it: PCOLL_LOG_LEVEL overrides */
     cfg->algo = PCOLL_ALGO_AUTO;
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
@@ -61,7 +61,9 @@ typedef struct var {
 #define FIELD(f) offsetof(pc_config_t, f)
 static const var_t vars[] = {
     {{"PCOLL_LOG_LEVEL", "none|error|warn|info|debug or 0-4", "warn",
-      "what pcoll prints: errors returned to the caller are logged at warn", "pcoll_set_log_level", 0},
+      "what pcoll prints: errors returned to the caller are logged at warn (unset: the level the process has, warn "
+      "unless pcoll_set_log_level changed it)",
+      "pcoll_set_log_level", 0},
      V_LEVEL, FIELD(log_level), 0, 4},
     {{"PCOLL_ALLREDUCE_ALGO", "auto|recdbl|rabenseifner|ring|direct", "auto",
       "the allreduce algorithm, or auto: chosen by size and group size", "pcoll_set_allreduce_algo", 1},
@@ -82,7 +84,7 @@ static const var_t vars[] = {
      V_INT, FIELD(ranks_per_node), 0, 1L << 30},
     {{"PCOLL_CHECK", "0|1", "0",
       "1: every allreduce on all ranks first checks that the ranks call it with the same count, type and op "
-      "(group operations, plans and objects always check)",
+      "(pcoll_iallreduce then returns once every rank called it; group operations, plans and objects always check)",
       "",
       1},
      V_BOOL, FIELD(check), 0, 1},

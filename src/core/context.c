@@ -59,6 +59,31 @@ pcoll_allreduce_algo_t pc_ctx_algo(const pcoll_t *ctx, pc_algo_use_t use, size_t
                                atomic_load(&ctx->small_bytes), bytes, n);
 }
 
+/* labels[r] (the smallest rank of r's machine node) becomes the smallest
+ * rank of r's part of that node inside its block of per_node consecutive
+ * ranks: one label per (machine node, block); 0 or -1 without memory. */
+static int split_blocks(int *labels, int size, int per_node)
+{
+    int *seen = malloc(sizeof(int) * (size_t)size), *first = malloc(sizeof(int) * (size_t)size);
+    if (!seen || !first) {
+        free(seen);
+        free(first);
+        return -1;
+    }
+    for (int i = 0; i < size; i++) seen[i] = -1;
+    for (int r = 0; r < size; r++) {
+        int node = labels[r], b = r / per_node;
+        if (seen[node] != b) {
+            seen[node] = b;
+            first[node] = r;
+        }
+        labels[r] = first[node];
+    }
+    free(seen);
+    free(first);
+    return 0;
+}
+
 /* Collective: the node map.  Ranks share a node when MPI says they share
  * memory (MPI_COMM_TYPE_SHARED) and, with PCOLL_RANKS_PER_NODE = K, when
  * they are also in one block of K consecutive ranks: K can only split the
@@ -82,9 +107,8 @@ static int make_node_map(pcoll_t *ctx, int per_node, int *local, const char *fn)
     if (mrc != MPI_SUCCESS) rc = pc_mpi_error(mrc, fn, "MPI_Allgather (the node map)");
     /* the block split, in the labels and in the node's communicator */
     int block = per_node > 0 ? ctx->rank / per_node : 0;
-    if (rc == PCOLL_SUCCESS && per_node > 0) /* one label per (machine node, block) */
-        for (int r = 0; r < ctx->size; r++)
-            labels[r] = labels[r] * ((ctx->size + per_node - 1) / per_node + 1) + r / per_node;
+    if (rc == PCOLL_SUCCESS && per_node > 0 && split_blocks(labels, ctx->size, per_node) != 0)
+        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the node map");
     if (rc == PCOLL_SUCCESS && pc_nodes_init(&ctx->nodes, ctx->size, labels) != 0)
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the node map");
     free(labels);
@@ -131,6 +155,7 @@ static void destroy(pcoll_t *ctx)
     pc_idpool_destroy(&ctx->ids);
     free(ctx->world.busy);
     free(ctx->object_channels);
+    free(ctx->all_ranks);
     pc_nodes_destroy(&ctx->nodes);
     if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
@@ -209,6 +234,9 @@ static int init_tables(pcoll_t *ctx, pc_config_t *cfg, const char *fn)
         rc = pc_error(PCOLL_ERR_LIMIT, fn, "MPI_TAG_UB is %ld; pcoll needs at least 2^%d - 1", ub, PC_TAGS_MIN_BITS);
     if (rc == PCOLL_SUCCESS && !(ctx->object_channels = calloc(ctx->tags.nchannels, 1)))
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the channel table");
+    if (rc == PCOLL_SUCCESS && !(ctx->all_ranks = malloc(sizeof(int) * (size_t)ctx->size)))
+        rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the list of ranks");
+    for (int i = 0; rc == PCOLL_SUCCESS && i < ctx->size; i++) ctx->all_ranks[i] = i;
     if (rc == PCOLL_SUCCESS && pc_groups_init(&ctx->groups, ctx->size, ctx->rank) != PCOLL_SUCCESS)
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the group registry");
     if (rc == PCOLL_SUCCESS) pc_idpool_init(&ctx->ids, ctx->tags.nids);
@@ -336,6 +364,7 @@ int pcoll_get_progress_policy(const pcoll_t *ctx, pcoll_progress_policy_t *polic
     if (rc != PCOLL_SUCCESS) return rc;
     if (!policy) return PC_ERR(PCOLL_ERR_NULL, "policy is NULL");
     pc_engine_get_policy(ctx->engine, policy);
+    memset(policy->reserved, 0, sizeof policy->reserved); /* what the library returns has a zero tail */
     return PCOLL_SUCCESS;
 }
 

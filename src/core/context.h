@@ -65,6 +65,7 @@ struct pcoll_ctx {
     int ncache;
     uint64_t cache_clock;
     unsigned char *object_channels; /* 1 = in use, by channel (0: the context's) */
+    int *all_ranks;                 /* 0 .. size - 1: every rank as a group list (agree.c) */
     uint32_t next_object_channel;
     uint64_t objects_created;   /* object ids: 1, 2, ... in creation order */
     long live_requests;

@@ -80,15 +80,21 @@ static void describe(void *arg, pc_stall_probe_t *probe)
                   (unsigned long long)o->id);
 }
 
-/* a holder task, waited for as a blocking call: the holder is this rank's
- * own progress engine, so a stall here means this process is starved */
+/* A holder task, posted once and waited for as a blocking call (stall
+ * reports, PCOLL_TIMEOUT_S).  The holder is this rank's own progress
+ * engine, so a timeout means this process is starved, not that a peer is
+ * gone: the task stays queued and will run; it is waited out (no timeout)
+ * so that it runs exactly once and never after the object is freed.  The
+ * blocking wait's status is returned. */
 static int run_task(pc_object_t *o, pc_task_fn fn, pc_pred_fn done, const char *call)
 {
     o->task.fn = fn;
     o->task.arg = o;
     pc_engine_post_task(o->engine, &o->task, 1);
     pc_wait_t w = {call, done, o, describe, o, o->id, o->channel, 0};
-    return pc_block(o->ctx, &w);
+    int rc = pc_block(o->ctx, &w);
+    if (!done(o)) pc_engine_wait(o->engine, done, o);
+    return rc;
 }
 
 int pc_object_open(pc_object_t *o, const char *fn)
@@ -100,9 +106,7 @@ int pc_object_open(pc_object_t *o, const char *fn)
 void pc_object_close(pc_object_t *o)
 {
     if (!atomic_load(&o->opened)) return;
-    /* no timeout can leave it half-closed: it is this rank's own engine */
-    while (run_task(o, close_task, is_closed, "closing an object") != PCOLL_SUCCESS && atomic_load(&o->opened)) {
-    }
+    (void)run_task(o, close_task, is_closed, "closing an object"); /* closed on return, timeout or not */
 }
 
 /* ---- the context's list ---- */

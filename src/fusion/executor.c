@@ -171,7 +171,6 @@ static int new_executor(pcoll_t *ctx, void *grad, pcoll_dtype_t dtype, pcoll_op_
                         const size_t *count, const pcoll_fusion_plan_t *pl, pcoll_fusion_t **out, int *bad,
                         const char *fn)
 {
-    if (!out) return *bad = F_OUT, pc_error(PCOLL_ERR_NULL, fn, "fusion (the output pointer) is NULL");
     int rc = check(grad, dtype, op, offset, count, pl, fn);
     if (rc != PCOLL_SUCCESS) {
         *bad = !pl ? F_PLAN : !grad ? F_GRAD : rc == PCOLL_ERR_DTYPE ? F_DTYPE : rc == PCOLL_ERR_OP ? F_OP : F_PLAN;
@@ -215,7 +214,10 @@ int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *gr
      * every other one did, and with the same plan, before any bucket is set up */
     pcoll_fusion_t *f = NULL;
     int bad = -1;
-    rc = new_executor(ctx, grad, dtype, op, offset, count, pl, &f, &bad, fn);
+    if (!out)
+        rc = (bad = F_OUT, pc_error(PCOLL_ERR_NULL, fn, "fusion (the output pointer) is NULL"));
+    else
+        rc = new_executor(ctx, grad, dtype, op, offset, count, pl, &f, &bad, fn);
     int ok = rc == PCOLL_SUCCESS;
     pc_agree_field_t fields[NFIELDS] = {
         {"plan->nlayers", ok ? pl->nlayers : 0, 1, NULL},

@@ -131,6 +131,9 @@ typedef struct pc_backend_ops {
     void (*message)(pc_backend_t *b, int src, const void *msg, size_t bytes);
     /* The last round completed here: end the traffic, then env.drained. */
     void (*close)(pc_backend_t *b);
+    /* The object is taken down without its last round (a create that
+     * failed after open): stop answering kicks (NULL: nothing to stop). */
+    void (*stop)(pc_backend_t *b);
     /* Stall report: what the data phase of round r waits for. */
     void (*describe)(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p);
     /* The ranks whose parts round r (activated here) sums at this rank,

@@ -562,6 +562,14 @@ static void shm_close(pc_backend_t *b)
         b->env.drained(b->env.owner);
 }
 
+static void shm_stop(pc_backend_t *b)
+{
+    shm_backend_t *s = S(b);
+    if (s->closed) return;
+    s->closed = 1;
+    s->sig.listen(s->sig.arg, 0);
+}
+
 static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
 {
     shm_backend_t *s = S(b);
@@ -616,7 +624,7 @@ static void shm_destroy(pc_backend_t *b)
     {                                                                                                                  \
         .name = label, .contribute = shm_contribute, .waiting = shm_waiting, .want = shm_want, .done = shm_done,       \
         .activated = shm_activated, .open = shm_open, .activate = shm_activate, .kick = shm_kick,                      \
-        .message = shm_message, .close = shm_close, .describe = shm_describe, .gave = shm_gave,                        \
+        .message = shm_message, .close = shm_close, .stop = shm_stop, .describe = shm_describe, .gave = shm_gave,      \
         .destroy = shm_destroy,                                                                                        \
     }
 static const pc_backend_ops_t shm_ops = SHM_OPS("shared-memory");

@@ -314,6 +314,9 @@ static void on_close(pc_object_t *base)
 {
     pcoll_partial_t *p = pc_object_of(base, pcoll_partial_t);
     if (p->is_leader && p->needs_park) pc_park_unwatch(p->base.ctx, &p->watch);
+    /* after a FREE round the backend is closed already; else (a create
+     * that failed after open) nothing may call into it any more */
+    if (p->be && p->be->ops->stop) p->be->ops->stop(p->be);
 }
 
 int pc_driver_open(pcoll_partial_t *p, const char *fn)

@@ -244,7 +244,7 @@ int pcoll_preduce(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_pre
         rc = pc_error(rc, fn, "no memory for a message");
     /* a free without drain brings this model to the groups still planned
      * with this rank */
-    if (o->last) memcpy(o->last, model, o->bytes);
+    if (o->last && rc == PCOLL_SUCCESS) memcpy(o->last, model, o->bytes);
     o->calls++;
     if (info) {
         memset(info, 0, sizeof *info);
@@ -261,11 +261,24 @@ int pcoll_preduce(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_pre
 
 /* FIN, then every group the controller planned with this rank, with
  * model (in place), until FINISHED; the controller's rank also waits for
- * every other rank's FIN.  Resumed where it stopped after a timeout. */
+ * every other rank's FIN.  Resumed where it stopped after a timeout.  A
+ * pcoll_preduce that timed out left its READY standing: the group that
+ * answers it comes first (a FIN while ready would break the protocol). */
 static int finish(pcoll_preduce_t *o, void *model, const char *fn)
 {
     int rc;
     if (o->cfg.policy == PCOLL_PREDUCE_RIPPLES_STATIC) return PCOLL_SUCCESS;
+    if (o->ready_out) {
+        int never = 0;
+        if ((rc = pc_preduce_wait(o, &never, 1, fn)) != PCOLL_SUCCESS) return rc;
+        uint64_t gid, iter;
+        double weight;
+        int n = pc_preduce_take_group(o, &gid, &weight, &iter);
+        o->ready_out = 0;
+        if ((rc = average(o, model, n, weight, fn)) != PCOLL_SUCCESS) return rc;
+        if ((rc = pc_preduce_to_controller(o, PR_DONE, gid)) != PCOLL_SUCCESS)
+            return pc_error(rc, fn, "no memory for a message");
+    }
     if (!o->fin_sent) {
         if ((rc = pc_preduce_to_controller(o, PR_FIN, 0)) != PCOLL_SUCCESS)
             return pc_error(rc, fn, "no memory for a message");

@@ -177,9 +177,9 @@ static void public_agreement(pcoll_t *ctx)
     CHECK_RC(pcoll_agree(ctx, "model check", PCOLL_SUCCESS, NULL, 3, names, v));
 }
 
-/* Two ranks on different algorithms: rank 0 sends its whole vector where
- * rank 1 receives half of it.  MPI reports the truncation; the operation
- * fails with it at rank 1 (rank 0 receives a shorter message: no error). */
+/* PCOLL_CHECK=1: every call first agrees on its arguments, so calls that
+ * differ (count, dtype) or a NULL buffer at one rank fail at every rank,
+ * naming the argument (and the rank), and the calls after them match. */
 static void checked_calls(void)
 {
     pcoll_t *ctx;
@@ -218,6 +218,9 @@ static void checked_calls(void)
     CHECK_RC(pcoll_finalize(&ctx));
 }
 
+/* Two ranks on different algorithms: rank 0 sends its whole vector where
+ * rank 1 receives half of it.  MPI reports the truncation; the operation
+ * fails with it at rank 1 (rank 0 receives a shorter message: no error). */
 static void mpi_failure(void)
 {
     if (size != 2) return;

@@ -219,8 +219,9 @@ static void run(pcoll_t *ctx, const char *spec, int calls)
 }
 
 /* Rank 1 stops calling: with a deadline, the others' calls end with
- * PCOLL_ERR_TIMEOUT instead of a hang (then everybody aborts the object:
- * the test ends by MPI_Finalize without freeing it). */
+ * PCOLL_ERR_TIMEOUT instead of a hang; when rank 1 comes, calling again
+ * resumes the wait, and so does drain (the group of the standing READY
+ * first, then the end). */
 static void test_timeout(pcoll_t *ctx)
 {
     if (size < 3) return;
@@ -244,6 +245,19 @@ static void test_timeout(pcoll_t *ctx)
     pcoll_preduce_info_t info;
     CHECK_RC(pcoll_preduce(o, m, 1, &info));
     CHECK(info.group_size == size);
+    /* again, and this time the others drain instead of calling again:
+     * their standing READY's group comes first, then the end */
+    for (int i = 0; i < COUNT; i++) m[i] = rank;
+    CHECK_RC(pcoll_set_timeouts(ctx, 0, 2.0));
+    if (rank != 1) CHECK(pcoll_preduce(o, m, 2, NULL) == PCOLL_ERR_TIMEOUT);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_RC(pcoll_set_timeouts(ctx, 0, 0));
+    if (rank == 1) {
+        CHECK_RC(pcoll_preduce(o, m, 2, &info));
+        CHECK(info.group_size == size);
+    }
+    CHECK_RC(pcoll_preduce_drain(o, m));
+    CHECK_MSG(fabs(m[0] - (size - 1) / 2.0) < 1e-12, "after drain: %g, the mean is %g", m[0], (size - 1) / 2.0);
     CHECK_RC(pcoll_preduce_free(&o));
     free(m);
 }

@@ -175,7 +175,25 @@ static void fusion_fails(pcoll_t *ctx)
     loose();
     failed_fast("pcoll_fusion_create (no memory)", rc, t0, "no memory");
     CHECK(f == NULL);
+    t0 = seconds();
+    failed_fast("pcoll_fusion_create (no output pointer)",
+                pcoll_fusion_create(ctx, NULL, 0, grad, PCOLL_FLOAT32, PCOLL_SUM, offset, count, pl,
+                                    rank == last ? NULL : &f),
+                t0, "fusion");
+    CHECK(f == NULL);
     free(grad);
+    pcoll_fusion_plan_free(&pl);
+    /* the failures left nothing out of step: a small executor works */
+    size_t sbytes[L] = {16, 16}, soffset[L] = {0, 4}, scount[L] = {4, 4};
+    prof.bytes = sbytes;
+    CHECK_RC(pcoll_fusion_plan_create(&prof, &m, &spec, &pl));
+    float small[8];
+    for (int i = 0; i < 8; i++) small[i] = (float)(rank + i);
+    CHECK_RC(pcoll_fusion_create(ctx, NULL, 0, small, PCOLL_FLOAT32, PCOLL_SUM, soffset, scount, pl, &f));
+    for (int l = L - 1; l >= 0; l--) CHECK_RC(pcoll_fusion_ready(f, l));
+    CHECK_RC(pcoll_fusion_wait(f));
+    for (int i = 0; i < 8; i++) CHECK(small[i] == (float)(size * (size - 1) / 2 + size * i));
+    CHECK_RC(pcoll_fusion_free(&f));
     pcoll_fusion_plan_free(&pl);
 }
 
@@ -190,7 +208,7 @@ static void calibrate_fails(pcoll_t *ctx)
     double t0 = seconds();
     failed_fast("pcoll_calibrate (bad arg)", pcoll_calibrate(ctx, NULL, 0, &cfg, &m), t0, "min_bytes");
     pcoll_calibrate_config_default(&cfg);
-    cfg.min_bytes = (size_t)512 << 20; /* one size: no timing ever runs, the buffer is the point */
+    cfg.min_bytes = (size_t)512 << 20; /* two sizes, 512 MiB and 1 GiB: the buffer fails before any timing */
     cfg.max_bytes = (size_t)1 << 30;
     tight(64 << 20);
     t0 = seconds();
@@ -226,6 +244,7 @@ int main(int argc, char **argv)
 {
     tu_mpi_start(&argc, &argv, 120, &rank, &size);
     last = size - 1;
+    unsetenv("PCOLL_LOG_LEVEL"); /* init must keep the level set below */
     pcoll_set_log_level(PCOLL_LOG_NONE); /* the errors below are expected */
     if (size < 2) {
         if (rank == 0) printf("test_setup: needs 2 ranks or more\n");
