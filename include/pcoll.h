@@ -277,7 +277,9 @@ typedef enum pcoll_allreduce_algo {
     PCOLL_ALGO_RECDBL = 1,   /* recursive doubling (latency-bound sizes)     */
     PCOLL_ALGO_RABENSEIFNER = 2, /* reduce-scatter + allgather by halving    */
     PCOLL_ALGO_RING = 3,     /* ring reduce-scatter + ring allgather         */
-    PCOLL_ALGO_DIRECT = 4    /* every rank sends to every rank: one round    */
+    PCOLL_ALGO_DIRECT = 4,   /* every rank sends to every rank: one round    */
+    PCOLL_ALGO_SHM = 5       /* node-shared memory (reported by
+                                pcoll_allreduce_algo_for; chosen, not forced) */
 } pcoll_allreduce_algo_t;
 
 /* Force an algorithm (PCOLL_ALGO_AUTO restores the automatic choice).  The
@@ -296,7 +298,12 @@ PCOLL_API int pcoll_set_allreduce_algo(pcoll_t *ctx, pcoll_allreduce_algo_t algo
  */
 PCOLL_API int pcoll_set_allreduce_thresholds(pcoll_t *ctx, size_t direct_bytes, size_t small_bytes);
 
-/* The algorithm a call with these sizes would use now. */
+/* The algorithm a call with these sizes would use now.  PCOLL_ALGO_SHM: a
+ * blocking pcoll_allreduce of every rank (group NULL) whose ranks all share
+ * one node, up to PCOLL_SHM_ALLREDUCE_BYTES, goes through node-shared
+ * memory with the direct algorithm's sums (ranks in order, bit for bit);
+ * nonblocking calls, plans and groups of that size use direct (or the rule
+ * above). */
 PCOLL_API pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size);
 PCOLL_API const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo);
 

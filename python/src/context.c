@@ -390,15 +390,14 @@ static PyObject *context_stats(pcpy_context_t *c, PyObject *noargs)
                          (unsigned long long)s.control_messages_sent);
 }
 
-static const char *algo_names[] = {"auto", "recdbl", "rabenseifner", "ring", "direct"};
-
 static PyObject *context_set_allreduce_algo(pcpy_context_t *c, PyObject *arg)
 {
     pcoll_t *ctx = pcpy_ctx(c, "set_allreduce_algo");
     if (!ctx) return NULL;
     const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    for (int i = 0; s && i < 5; i++)
-        if (strcmp(s, algo_names[i]) == 0) {
+    /* the algorithms that can be forced: auto .. direct (shm is chosen only) */
+    for (int i = PCOLL_ALGO_AUTO; s && i <= PCOLL_ALGO_DIRECT; i++)
+        if (strcmp(s, pcoll_allreduce_algo_name((pcoll_allreduce_algo_t)i)) == 0) {
             int rc = pcoll_set_allreduce_algo(ctx, (pcoll_allreduce_algo_t)i);
             if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
             Py_RETURN_NONE;

@@ -28,6 +28,7 @@
 #include "agree.h"
 #include "op.h"
 #include "plan.h"
+#include "shm_allreduce.h"
 #include "stall.h"
 
 /* Built schedules are kept for reuse while they fit in these bounds. */
@@ -357,9 +358,23 @@ static int new_request(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t 
     return PCOLL_SUCCESS;
 }
 
+/* A blocking call of every rank on one node, small: node-shared memory
+ * (shm_allreduce.h), after the same checks as any call. */
+static int shm_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                    pcoll_op_t op, const char *fn)
+{
+    int rc = ctx->check ? check_call(ctx, sendbuf, recvbuf, count, dtype, op, fn)
+                        : pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+    if (rc != PCOLL_SUCCESS) return rc;
+    return pc_shm_allreduce(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+}
+
 int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                     pcoll_op_t op, const int *group, int group_size)
 {
+    if (ctx && !group && pc_ctx_check(ctx, __func__) == PCOLL_SUCCESS && pc_dtype_valid(dtype) &&
+        count <= ((size_t)1 << 40) && pc_shm_allreduce_fits(ctx, count * pcoll_dtype_size(dtype)))
+        return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, __func__);
     pcoll_request_t *req;
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
     if (rc != PCOLL_SUCCESS) return rc;
@@ -430,5 +445,6 @@ int pcoll_wait(pcoll_request_t **preq)
 pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size)
 {
     if (!ctx) return PCOLL_ALGO_AUTO;
+    if (group_size == ctx->size && pc_shm_allreduce_fits(ctx, bytes)) return PCOLL_ALGO_SHM;
     return pc_ctx_algo(ctx, PC_USE_CALL, bytes, group_size);
 }

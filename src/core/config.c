@@ -17,6 +17,7 @@ void pc_config_defaults(pc_config_t *cfg)
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
     cfg->partial_shm_bytes = (size_t)4 << 20;
+    cfg->shm_allreduce_bytes = 4096;
     cfg->ranks_per_node = 0;
     cfg->check = 0;
     cfg->stall_warn_s = 60;
@@ -28,12 +29,12 @@ void pc_config_defaults(pc_config_t *cfg)
     cfg->set = 0;
 }
 
-static const char *algo_names[] = {"auto", "recdbl", "rabenseifner", "ring", "direct"};
+static const char *algo_names[] = {"auto", "recdbl", "rabenseifner", "ring", "direct", "shm"};
 static const char *level_names[] = {"none", "error", "warn", "info", "debug"};
 
 const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo)
 {
-    if ((int)algo < 0 || algo > PCOLL_ALGO_DIRECT) return "unknown";
+    if ((int)algo < 0 || algo > PCOLL_ALGO_SHM) return "unknown";
     return algo_names[algo];
 }
 
@@ -76,6 +77,10 @@ static const var_t vars[] = {
       "otherwise auto uses recursive doubling up to this size, then Rabenseifner (power-of-two groups) or ring",
       "pcoll_set_allreduce_thresholds", 1},
      V_BYTES, FIELD(small_bytes), 0, 0},
+    {{"PCOLL_SHM_ALLREDUCE_BYTES", "a byte size up to 1M (e.g. 0, 2K)", "4096",
+      "blocking allreduces of all ranks on one node up to this size go through node-shared memory (0: never)", "",
+      1},
+     V_BYTES, FIELD(shm_allreduce_bytes), 0, 1L << 20},
     {{"PCOLL_PARTIAL_SHM_BYTES", "a byte size (e.g. 0, 256K)", "4M",
       "partial objects up to this size run their rounds in node-shared memory (0: never)", "", 1},
      V_BYTES, FIELD(partial_shm_bytes), 0, 0},
@@ -134,7 +139,9 @@ static int parse(const var_t *var, const char *text, pc_config_t *cfg)
         return 0;
     }
     case V_ALGO: return pc_config_parse_algo(text, (pcoll_allreduce_algo_t *)at);
-    case V_BYTES: return pc_parse_bytes(text, (size_t *)at);
+    case V_BYTES: /* max 0: no bound */
+        if (pc_parse_bytes(text, (size_t *)at) != 0) return -1;
+        return var->max > 0 && *(size_t *)at > (size_t)var->max ? -1 : 0;
     case V_INT:
     case V_BOOL:
         if (pc_parse_long(text, var->min, var->max, &x) != 0) return -1;

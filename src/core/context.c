@@ -17,6 +17,7 @@
 #include "../util/error.h"
 #include "../util/log.h"
 #include "agree.h"
+#include "shm_allreduce.h"
 #include "op.h"
 #include "service.h"
 #include "stall.h"
@@ -145,6 +146,7 @@ static long tag_ub_of(MPI_Comm comm)
 
 static void destroy(pcoll_t *ctx)
 {
+    pc_shm_allreduce_close(ctx);
     if (ctx->engine) pc_engine_destroy(ctx->engine);
     pc_service_destroy(ctx->service);
     free(ctx->stall);
@@ -259,6 +261,8 @@ static int init_engine(pcoll_t *ctx, const pc_config_t *cfg, const char *fn)
     if (pc_engine_post(ctx->engine, open_task, ctx) != PCOLL_SUCCESS)
         open_task(ctx->engine, ctx); /* no memory for the task: the progress thread is idle, nothing races */
     pc_engine_wait(ctx->engine, nothing_inflight, ctx);
+    if ((rc = pc_agree_step(&over, fn, pc_shm_allreduce_open(ctx, cfg->shm_allreduce_bytes))) != PCOLL_SUCCESS)
+        return rc;
     int mrc = MPI_Barrier(ctx->comm);
     return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : pc_mpi_error(mrc, fn, "MPI_Barrier");
 }

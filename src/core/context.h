@@ -52,6 +52,7 @@ struct pcoll_ctx {
     atomic_int algo;
     _Atomic size_t direct_bytes, small_bytes;
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
+    struct pc_shm_allreduce *shm; /* blocking world allreduces in node-shared memory, or NULL */
     _Atomic double stall_warn_s, timeout_s;
     pc_tags_t tags;
     pc_engine_t *engine;

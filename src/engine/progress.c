@@ -862,6 +862,12 @@ void pc_engine_set_poller(pc_engine_t *e, int key, pc_poll_fn fn, void *arg)
 
 int pc_engine_kick(pc_engine_t *e, int peer, int key) { return pc_doorbell_kick(e->bells, peer, key, 1); }
 void pc_engine_mark(pc_engine_t *e, int key) { pc_doorbell_kick(e->bells, e->me, key, 0); }
+int pc_engine_nudge(pc_engine_t *e, int peer)
+{
+    if (!pc_doorbells_reachable(e->bells, peer)) return 0;
+    pc_doorbell_nudge(e->bells, peer);
+    return 1;
+}
 int pc_engine_can_kick(const pc_engine_t *e, int peer) { return pc_doorbells_reachable(e->bells, peer); }
 
 const pc_tags_t *pc_engine_tags(const pc_engine_t *e) { return &e->tags; }

@@ -137,6 +137,9 @@ int pc_engine_kick(pc_engine_t *e, int peer, int key);
  * of `key` runs at the wait's first look; nobody is woken for it (a wait
  * that cannot take the progress token rings for it). */
 void pc_engine_mark(pc_engine_t *e, int key);
+/* Any thread: wake rank `peer`'s sleeping holder (it looks at what it waits
+ * for again), without a key.  Returns 0 if peer cannot be reached. */
+int pc_engine_nudge(pc_engine_t *e, int peer);
 /* 1 if rank `peer` can be kicked (on this node, doorbells in shared memory). */
 int pc_engine_can_kick(const pc_engine_t *e, int peer);
 

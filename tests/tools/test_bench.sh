@@ -44,8 +44,9 @@ for m in mpi solo majority; do
     awk -v n="$nap" 'BEGIN { exit !(n > 0 && n <= 4) }' || fail "skew: $m NAP $nap is not in (0, 4]"
 done
 
-$mpirun -n 4 "$bench" group --json --max-bytes 512 --iters 16 --skew-us 200 --modes mpi,sync,solo,group:2 \
-    --data-phase messages >"$out/group" || fail "group exited with $?"
+# messages only: sync's blocking allreduce would otherwise run in node-shared memory and send nothing
+$mpirun -n 4 -x PCOLL_SHM_ALLREDUCE_BYTES=0 "$bench" group --json --max-bytes 512 --iters 16 --skew-us 200 \
+    --modes mpi,sync,solo,group:2 --data-phase messages >"$out/group" || fail "group exited with $?"
 [ "$(grep -c '"bench":"group"' "$out/group")" -eq 8 ] || fail "group: expected 4 modes x 2 sizes"
 for b in 64 512; do
     g=$(line_of "$out/group" group:2 $b)
@@ -118,8 +119,16 @@ for l in $(cat "$out/fm"); do
 done
 
 # ---- bad input: exit code 2, the flag named ----
+$mpirun -n 2 "$bench" cacheline --iters 2000 --json >"$out/cacheline" || fail "cacheline exited with $?"
+l=$(grep '"bench":"cacheline"' "$out/cacheline" || true)
+for k in rtt_us arrival_us budget_us; do
+    v=$(field "$l" $k)
+    awk -v v="$v" 'BEGIN { exit !(v > 0 && v < 1000) }' || fail "cacheline: $k is \"$v\" in: $l"
+done
+[ "$(field "$l" ranks)" = 2 ] || fail "cacheline: ranks in $l"
+
 for args in "group --modes group:1" "group --data-phase shm" "skew --iters 0" "preduce --policies fifo:x" \
-    "preduce --calls 0" "fusion --strategies fixed:0" "fusion --profile /nonexistent" "fusion --cost cubic" "nosuch"; do
+    "preduce --calls 0" "fusion --strategies fixed:0" "fusion --profile /nonexistent" "fusion --cost cubic" "cacheline --iters x" "nosuch"; do
     set +e
     # shellcheck disable=SC2086
     $mpirun -n 2 "$bench" $args >"$out/bad" 2>&1

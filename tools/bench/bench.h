@@ -4,6 +4,7 @@
 
 int bench_allreduce(int argc, char **argv, int rank, int size);
 int bench_idle(int argc, char **argv, int rank, int size);
+int bench_cacheline(int argc, char **argv, int rank, int size);
 int bench_skew(int argc, char **argv, int rank, int size);
 int bench_group(int argc, char **argv, int rank, int size);
 int bench_objects(int argc, char **argv, int rank, int size);

@@ -20,6 +20,8 @@ static const char *usage =
     "              from ready to group start, the controller's share of its rank,\n"
     "              per policy, against MPI_Allreduce\n"
     "  idle        CPU time used by initialized, idle processes\n"
+    "  cacheline   what one shared cache line costs on this node (round trip,\n"
+    "              all ranks arriving): the yardstick of the small-message path\n"
     "  fusion      merged-gradient plans (MG-WFBP) for a model's profile: the\n"
     "              predicted iteration per strategy, and with --measure the plans\n"
     "              run with sleeps for the compute and real allreduces\n"
@@ -46,6 +48,8 @@ int main(int argc, char **argv)
         rc = bench_preduce(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "fusion") == 0) {
         rc = bench_fusion(argc - 1, argv + 1, rank, size);
+    } else if (strcmp(argv[1], "cacheline") == 0) {
+        rc = bench_cacheline(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "idle") == 0) {
         rc = bench_idle(argc - 1, argv + 1, rank, size);
     } else {

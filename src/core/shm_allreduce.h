@@ -1,0 +1,35 @@
+/*
+ * Blocking allreduces of every rank of a context that lives on one node, for
+ * small messages, through node-shared memory instead of messages (the
+ * latency path of docs/algorithms.md, "Node-shared allreduce").
+ *
+ * Used by pcoll_allreduce (blocking, all ranks, no forced algorithm) when
+ * the context has the segment (pcoll_init made it: every rank on one node,
+ * PCOLL_SHM_ALLREDUCE_BYTES > 0, shared memory and doorbells at hand) and
+ * the message fits.  Nonblocking calls, plans and groups keep the message
+ * algorithms.  Its sums are those of the direct algorithm, bit for bit
+ * (the n vectors added in rank order at every rank).
+ */
+#ifndef PC_CORE_SHM_ALLREDUCE_H
+#define PC_CORE_SHM_ALLREDUCE_H
+
+#include <stddef.h>
+
+#include "context.h"
+
+/* Collective over the context's ranks (pcoll_init, after the engine):
+ * ctx->shm is set when every rank can take the path, else left NULL.
+ * PCOLL_SUCCESS, or an MPI failure. */
+int pc_shm_allreduce_open(pcoll_t *ctx, size_t max_bytes);
+/* Collective (at finalize, and when pcoll_init fails after opening it). */
+void pc_shm_allreduce_close(pcoll_t *ctx);
+
+/* 1 if a blocking all-ranks allreduce of this size takes the path. */
+int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes);
+
+/* The operation (arguments already checked, the path fits): PCOLL_SUCCESS,
+ * or PCOLL_ERR_TIMEOUT naming the ranks that have not started it. */
+int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                     pcoll_op_t op, const char *fn);
+
+#endif

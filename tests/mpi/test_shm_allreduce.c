@@ -1,0 +1,177 @@
+/*
+ * The node-shared allreduce (latency path, src/core/shm_allreduce.c):
+ *   - pcoll_allreduce_algo_for says shm exactly where the path applies
+ *     (every rank on one node, all ranks, up to PCOLL_SHM_ALLREDUCE_BYTES)
+ *     and not for groups, larger sizes or a forced algorithm;
+ *   - every type, SUM and AVG, in place and not, sizes up to the limit:
+ *     bit for bit the direct algorithm's result (forced, by messages);
+ *   - many calls back to back with data that changes every call, some
+ *     ranks late at random (they sleep and are woken): the two slots are
+ *     reused without one call's data leaking into another;
+ *   - mixed with operations in flight on other paths: a large iallreduce
+ *     and a group allreduce started before and waited for after, and a
+ *     partial object's rounds in between.
+ * With one rank, or ranks on several nodes (PCOLL_RANKS_PER_NODE), the path
+ * is absent and the checks say so.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static int rank, size;
+
+static void fill(void *buf, size_t n, pcoll_dtype_t dt, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = (seed * 2654435761u + (unsigned)i * 40503u) >> 7;
+        switch (dt) {
+        case PCOLL_FLOAT32: ((float *)buf)[i] = (float)(v % 100000) / 977.0f - 40.0f; break;
+        case PCOLL_FLOAT64: ((double *)buf)[i] = (double)(v % 100000) / 977.0 - 40.0; break;
+        case PCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)(v % 20001) - 10000; break;
+        default: ((int64_t *)buf)[i] = (int64_t)(v % 20001) - 10000; break;
+        }
+    }
+}
+
+static int on_one_node(void)
+{
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int n;
+    MPI_Comm_size(node, &n);
+    MPI_Comm_free(&node);
+    const char *per = getenv("PCOLL_RANKS_PER_NODE");
+    return n == size && !(per && atoi(per) > 0 && atoi(per) < size);
+}
+
+static void choice(pcoll_t *ctx, int expect)
+{
+    size_t limit = 4096;
+    CHECK((pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_SHM) == expect);
+    CHECK((pcoll_allreduce_algo_for(ctx, limit, size) == PCOLL_ALGO_SHM) == expect);
+    CHECK(pcoll_allreduce_algo_for(ctx, limit + 1, size) != PCOLL_ALGO_SHM);
+    if (size > 2) CHECK(pcoll_allreduce_algo_for(ctx, 8, size - 1) != PCOLL_ALGO_SHM);
+    CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_RECDBL));
+    CHECK(pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_RECDBL);
+    CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));
+    pcoll_log_level_t level = pcoll_get_log_level();
+    pcoll_set_log_level(PCOLL_LOG_NONE); /* the error is expected */
+    CHECK(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_SHM) == PCOLL_ERR_ARG); /* chosen, never forced */
+    pcoll_set_log_level(level);
+    CHECK(!strcmp(pcoll_allreduce_algo_name(PCOLL_ALGO_SHM), "shm"));
+}
+
+/* every type, op, placement and a range of sizes: the direct algorithm's bits */
+static void against_direct(pcoll_t *ctx)
+{
+    static const pcoll_dtype_t types[] = {PCOLL_FLOAT32, PCOLL_FLOAT64, PCOLL_INT32, PCOLL_INT64};
+    static const size_t counts[] = {1, 2, 3, 7, 8, 31, 64, 129, 255, 512};
+    char *in = malloc(4096), *got = malloc(4096), *want = malloc(4096);
+    CHECK(in && got && want);
+    for (size_t t = 0; t < 4; t++)
+        for (int op = 0; op < 2; op++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    pcoll_dtype_t dt = types[t];
+                    size_t n = counts[c], es = pcoll_dtype_size(dt);
+                    if (n * es > 4096) continue;
+                    pcoll_op_t o = op ? PCOLL_AVG : PCOLL_SUM;
+                    if (o == PCOLL_AVG && (dt == PCOLL_INT32 || dt == PCOLL_INT64)) continue;
+                    unsigned seed = (unsigned)(t * 1000 + c * 10 + (size_t)rank * 77 + 1);
+                    fill(in, n, dt, seed);
+                    CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_DIRECT));
+                    CHECK_RC(pcoll_allreduce(ctx, in, want, n, dt, o, NULL, 0));
+                    CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));
+                    if (inplace) {
+                        memcpy(got, in, n * es);
+                        CHECK_RC(pcoll_allreduce(ctx, PCOLL_IN_PLACE, got, n, dt, o, NULL, 0));
+                    } else {
+                        CHECK_RC(pcoll_allreduce(ctx, in, got, n, dt, o, NULL, 0));
+                    }
+                    CHECK_MSG(memcmp(got, want, n * es) == 0, "%s %s count %zu %s: not the direct algorithm's bits",
+                              pcoll_dtype_name(dt), op ? "avg" : "sum", n, inplace ? "in place" : "");
+                }
+    free(in);
+    free(got);
+    free(want);
+}
+
+/* back to back, data changing every call, some ranks late: exact integer sums */
+static void back_to_back(pcoll_t *ctx, int calls)
+{
+    enum { N = 100 };
+    int64_t in[N], out[N];
+    unsigned lcg = 12345u + (unsigned)rank;
+    for (int k = 0; k < calls; k++) {
+        for (int i = 0; i < N; i++) in[i] = (int64_t)k * 1000003 + (int64_t)rank * 7919 + i;
+        lcg = lcg * 1103515245u + 12345u;
+        if ((lcg >> 16) % 50 == 0) usleep((lcg >> 8) % 3000); /* late: the others sleep, then are woken */
+        int n = 1 + k % N;                                    /* the size changes too */
+        CHECK_RC(pcoll_allreduce(ctx, in, out, (size_t)n, PCOLL_INT64, PCOLL_SUM, NULL, 0));
+        int64_t ranks_sum = (int64_t)size * (size - 1) / 2;
+        for (int i = 0; i < n; i++)
+            CHECK_MSG(out[i] == (int64_t)size * ((int64_t)k * 1000003 + i) + 7919 * ranks_sum,
+                      "call %d element %d: %lld", k, i, (long long)out[i]);
+    }
+}
+
+/* other paths in flight meanwhile */
+static void mixed(pcoll_t *ctx)
+{
+    size_t big = (size_t)1 << 18;
+    float *a = malloc(sizeof(float) * big), *b = malloc(sizeof(float) * big);
+    CHECK(a && b);
+    for (size_t i = 0; i < big; i++) a[i] = (float)(rank + 1);
+    pcoll_request_t *req;
+    CHECK_RC(pcoll_iallreduce(ctx, a, b, big, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0, &req));
+    int group[2] = {0, size - 1}, in_group = rank == 0 || rank == size - 1;
+    float g_in = (float)rank, g_out = -1;
+    pcoll_request_t *greq = NULL;
+    if (in_group && size > 1)
+        CHECK_RC(pcoll_iallreduce(ctx, &g_in, &g_out, 1, PCOLL_FLOAT32, PCOLL_SUM, group, 2, &greq));
+    pcoll_partial_config_t cfg;
+    pcoll_partial_config_default(&cfg);
+    pcoll_partial_t *p;
+    CHECK_RC(pcoll_partial_create(ctx, 16, PCOLL_FLOAT32, &cfg, &p));
+    float contrib[16], pout[16];
+    for (int i = 0; i < 16; i++) contrib[i] = 1;
+    for (int k = 0; k < 50; k++) {
+        int64_t x = rank + k, y = 0;
+        CHECK_RC(pcoll_allreduce(ctx, &x, &y, 1, PCOLL_INT64, PCOLL_SUM, NULL, 0));
+        CHECK(y == (int64_t)size * (size - 1) / 2 + (int64_t)size * k);
+        if (k % 10 == 0) CHECK_RC(pcoll_partial_allreduce(p, contrib, pout, NULL));
+    }
+    float fl[16];
+    CHECK_RC(pcoll_partial_flush(p, fl, NULL));
+    CHECK_RC(pcoll_partial_free(&p));
+    CHECK_RC(pcoll_wait(&req));
+    float want = (float)size * (float)(size + 1) / 2;
+    for (size_t i = 0; i < big; i += 4099) CHECK(b[i] == want);
+    if (greq) {
+        CHECK_RC(pcoll_wait(&greq));
+        CHECK(g_out == (float)(size - 1));
+    }
+    free(a);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    tu_mpi_start(&argc, &argv, 300, &rank, &size);
+    int calls = argc > 1 ? atoi(argv[1]) : 3000;
+    int expect = size >= 2 && on_one_node();
+    pcoll_t *ctx;
+    CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
+    choice(ctx, expect);
+    against_direct(ctx);
+    back_to_back(ctx, calls);
+    mixed(ctx);
+    CHECK_RC(pcoll_finalize(&ctx));
+    if (rank == 0)
+        printf("test_shm_allreduce: P=%d, path %s, %ld checks passed\n", size, expect ? "taken" : "absent",
+               (long)tu_checks_);
+    MPI_Finalize();
+    return 0;
+}
