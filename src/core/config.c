@@ -17,7 +17,7 @@ void pc_config_defaults(pc_config_t *cfg)
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
     cfg->partial_shm_bytes = (size_t)4 << 20;
-    cfg->shm_allreduce_bytes = 4096;
+    cfg->shm_allreduce_bytes = (size_t)64 << 10;
     cfg->ranks_per_node = 0;
     cfg->check = 0;
     cfg->stall_warn_s = 60;
@@ -77,7 +77,7 @@ static const var_t vars[] = {
       "otherwise auto uses recursive doubling up to this size, then Rabenseifner (power-of-two groups) or ring",
       "pcoll_set_allreduce_thresholds", 1},
      V_BYTES, FIELD(small_bytes), 0, 0},
-    {{"PCOLL_SHM_ALLREDUCE_BYTES", "a byte size up to 1M (e.g. 0, 2K)", "4096",
+    {{"PCOLL_SHM_ALLREDUCE_BYTES", "a byte size up to 1M (e.g. 0, 2K)", "65536",
       "blocking allreduces of all ranks on one node up to this size go through node-shared memory (0: never)", "",
       1},
      V_BYTES, FIELD(shm_allreduce_bytes), 0, 1L << 20},

@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../engine/nodemem.h"
 #include "../engine/reduce.h"
@@ -56,6 +57,7 @@ struct pc_shm_allreduce {
     uint64_t seq;     /* the last operation started here (application thread,
                          one call at a time, as for any collective) */
     _Atomic uint64_t *arrivals; /* in rank 0's segment */
+    int spin;                   /* a CPU per rank: waiting may spin first */
 };
 
 typedef struct shm_wait {
@@ -92,6 +94,7 @@ int pc_shm_allreduce_open(pcoll_t *ctx, size_t max_bytes)
     sh->max_bytes = max_bytes;
     sh->stride = stride;
     sh->arrivals = (_Atomic uint64_t *)((char *)mem.seg[0] + 2 * stride);
+    sh->spin = (long)ctx->size <= sysconf(_SC_NPROCESSORS_ONLN); /* the progress threads sleep meanwhile */
     ctx->shm = sh;
     return PCOLL_SUCCESS;
 }
@@ -135,7 +138,9 @@ static void describe(void *arg, pc_stall_probe_t *p)
 static int wait_written(pcoll_t *ctx, uint64_t seq, size_t bytes, const char *fn)
 {
     shm_wait_t w = {ctx, seq, bytes};
-    for (int i = 0; i < SPIN_LOOKS; i++) {
+    /* more ranks than CPUs: the CPU spun away here is the one a rank still
+     * to arrive needs, so no spin at all */
+    for (int i = ctx->shm->spin ? 0 : SPIN_LOOKS; i < SPIN_LOOKS; i++) {
         if (all_written(&w)) return PCOLL_SUCCESS;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();

@@ -48,7 +48,10 @@ static int on_one_node(void)
 
 static void choice(pcoll_t *ctx, int expect)
 {
-    size_t limit = 4096;
+    char text[64];
+    CHECK_RC(pcoll_config_get("PCOLL_SHM_ALLREDUCE_BYTES", text, sizeof text));
+    size_t limit = (size_t)strtoull(text, NULL, 10);
+    CHECK(limit > 0);
     CHECK((pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_SHM) == expect);
     CHECK((pcoll_allreduce_algo_for(ctx, limit, size) == PCOLL_ALGO_SHM) == expect);
     CHECK(pcoll_allreduce_algo_for(ctx, limit + 1, size) != PCOLL_ALGO_SHM);
