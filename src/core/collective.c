@@ -334,10 +334,14 @@ static int check_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
                       pcoll_op_t op, const char *fn)
 {
     int rc = pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
-    pc_agree_field_t fields[3] = {
-        {"count", (int64_t)count, 1, NULL}, {"dtype", (int64_t)dtype, 1, dtype_text}, {"op", (int64_t)op, 1, NULL}};
+    /* the path follows from the size and this rank's forced algorithm */
+    int shm = rc == PCOLL_SUCCESS && pc_shm_allreduce_fits(ctx, count * pcoll_dtype_size(dtype));
+    pc_agree_field_t fields[4] = {{"count", (int64_t)count, 1, NULL},
+                                  {"dtype", (int64_t)dtype, 1, dtype_text},
+                                  {"op", (int64_t)op, 1, NULL},
+                                  {"node-shared path (a forced algorithm differs)", shm, 1, NULL}};
     pc_agree_over_t all = pc_agree_group(ctx, NULL, 0);
-    return pc_agree(&all, fn, rc, -1, fields, 3, PCOLL_ERR_ARG);
+    return pc_agree(&all, fn, rc, -1, fields, 4, PCOLL_ERR_ARG);
 }
 
 static int new_request(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,

@@ -42,11 +42,13 @@
 #include "stall.h"
 
 #define LINE 64
-#define HEAD 16 /* the seq word, padded: data starts in the same line */
+#define HEAD 32 /* the slot's header: data starts in the same line */
 
 typedef struct slot {
-    _Atomic uint64_t seq;
+    _Atomic uint64_t seq;    /* the operation written here (stall reports) */
     _Atomic uint64_t sleeps; /* k: this rank may sleep waiting for operation k */
+    uint64_t bytes;          /* what the rank called with: compared by all */
+    uint32_t dtype, op;
     /* data follows */
 } slot_t;
 
@@ -58,11 +60,12 @@ struct pc_shm_allreduce {
                          one call at a time, as for any collective) */
     _Atomic uint64_t *arrivals; /* in rank 0's segment */
     int spin;                   /* a CPU per rank: waiting may spin first */
+    atomic_flag busy;           /* a call in progress (one thread at a time) */
 };
 
 typedef struct shm_wait {
     pcoll_t *ctx;
-    uint64_t seq; /* every other rank's slot seq % 2 at least this */
+    uint64_t seq; /* the operation: done when arrivals reach size x seq */
     size_t bytes;
 } shm_wait_t;
 
@@ -94,6 +97,7 @@ int pc_shm_allreduce_open(pcoll_t *ctx, size_t max_bytes)
     sh->max_bytes = max_bytes;
     sh->stride = stride;
     sh->arrivals = (_Atomic uint64_t *)((char *)mem.seg[0] + 2 * stride);
+    atomic_flag_clear(&sh->busy);
     sh->spin = (long)ctx->size <= sysconf(_SC_NPROCESSORS_ONLN); /* the progress threads sleep meanwhile */
     ctx->shm = sh;
     return PCOLL_SUCCESS;
@@ -115,7 +119,7 @@ int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes)
 static int all_written(void *arg)
 {
     const shm_wait_t *w = arg;
-    return atomic_load_explicit(w->ctx->shm->arrivals, memory_order_acquire) >= w->seq * (uint64_t)w->ctx->size;
+    return atomic_load(w->ctx->shm->arrivals) >= w->seq * (uint64_t)w->ctx->size;
 }
 
 static void describe(void *arg, pc_stall_probe_t *p)
@@ -153,15 +157,35 @@ static int wait_written(pcoll_t *ctx, uint64_t seq, size_t bytes, const char *fn
         if (all_written(&w)) return PCOLL_SUCCESS;
         sched_yield();
     }
-    /* from here this rank may sleep: the last to arrive wakes it (either
-     * it sees this mark, or this rank sees its arrival: both seq_cst) */
+    /* from here this rank may sleep: the last to arrive wakes it.  Either
+     * it sees this mark or this rank sees its arrival: a store then a load
+     * (all_written) here, an RMW then a load there, all four seq_cst, so
+     * they fall in one order and one of the two loads sees the other's
+     * write */
     atomic_store(&slot_of(ctx->shm, ctx->rank, seq)->sleeps, seq);
     pc_wait_t how = {fn, all_written, &w, describe, &w, 0, 0, 0};
     return pc_block(ctx, &how);
 }
 
-int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
-                     pcoll_op_t op, const char *fn)
+/* Every rank compares every rank's header: the same verdict everywhere. */
+static int same_call(pcoll_t *ctx, uint64_t k, const char *fn)
+{
+    const slot_t *first = slot_of(ctx->shm, 0, k);
+    for (int r = 1; r < ctx->size; r++) {
+        const slot_t *o = slot_of(ctx->shm, r, k);
+        if (o->bytes != first->bytes || o->dtype != first->dtype || o->op != first->op)
+            return pc_error(PCOLL_ERR_ARG, fn,
+                            "the ranks called it differently: %llu B of %s, op %u at rank 0; %llu B of %s, op %u "
+                            "at rank %d",
+                            (unsigned long long)first->bytes, pcoll_dtype_name((pcoll_dtype_t)first->dtype),
+                            first->op, (unsigned long long)o->bytes, pcoll_dtype_name((pcoll_dtype_t)o->dtype),
+                            o->op, r);
+    }
+    return PCOLL_SUCCESS;
+}
+
+static int run(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
+               const char *fn)
 {
     struct pc_shm_allreduce *sh = ctx->shm;
     size_t bytes = count * pcoll_dtype_size(dtype);
@@ -174,7 +198,10 @@ int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
     uint64_t k = ++sh->seq;
     int rc;
     slot_t *mine = slot_of(sh, ctx->rank, k);
-    memcpy(data_of(mine), sendbuf == PCOLL_IN_PLACE ? recvbuf : sendbuf, bytes);
+    if (bytes) memcpy(data_of(mine), sendbuf == PCOLL_IN_PLACE ? recvbuf : sendbuf, bytes);
+    mine->bytes = bytes;
+    mine->dtype = (uint32_t)dtype;
+    mine->op = (uint32_t)op;
     atomic_store_explicit(&mine->seq, k, memory_order_release);
     if (atomic_fetch_add(sh->arrivals, 1) + 1 == k * (uint64_t)ctx->size)
         for (int r = 0; r < ctx->size; r++)
@@ -185,8 +212,22 @@ int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
         pthread_mutex_unlock(&ctx->lock);
         return rc;
     }
+    if ((rc = same_call(ctx, k, fn)) != PCOLL_SUCCESS) return rc;
+    if (!bytes) return PCOLL_SUCCESS;
     pc_reduce_sum(recvbuf, data_of(slot_of(sh, 0, k)), data_of(slot_of(sh, 1, k)), count, dtype);
     for (int r = 2; r < ctx->size; r++) pc_reduce_sum(recvbuf, recvbuf, data_of(slot_of(sh, r, k)), count, dtype);
     if (op == PCOLL_AVG) pc_reduce_div(recvbuf, count, dtype, ctx->size);
     return PCOLL_SUCCESS;
+}
+
+int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                     pcoll_op_t op, const char *fn)
+{
+    if (atomic_flag_test_and_set(&ctx->shm->busy))
+        return pc_error(PCOLL_ERR_STATE, fn,
+                        "another thread of this rank is in a pcoll_allreduce on all ranks of this context: "
+                        "collectives on one context are called one at a time");
+    int rc = run(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+    atomic_flag_clear(&ctx->shm->busy);
+    return rc;
 }

@@ -729,6 +729,9 @@ static int app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout
         if (deadline >= 0 && (timeout < 0 || (double)timeout > deadline - now)) timeout = (long)(deadline - now) + 1;
         pc_doorbell_sleep(e->bells, e->looked_seq, timeout, e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE,
                           PC_SLEEPER_APP);
+        /* a ring may be for another application thread waiting on a
+         * predicate of its own (wait_notified): let it look again */
+        pc_engine_notify(e);
     }
 }
 

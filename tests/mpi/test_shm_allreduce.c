@@ -10,10 +10,18 @@
  *     reused without one call's data leaking into another;
  *   - mixed with operations in flight on other paths: a large iallreduce
  *     and a group allreduce started before and waited for after, and a
- *     partial object's rounds in between.
+ *     partial object's rounds in between;
+ *   - ranks that sleep in the path and are woken: one rank late by 20 ms
+ *     in turn; and a rank whose other thread holds the progress token in
+ *     a blocking group call meanwhile (the wake-up must reach the waiter);
+ *   - calls that differ: a count that differs at one rank fails every rank
+ *     the same way (each compares every header) and the next call works;
+ *     under PCOLL_CHECK=1 an algorithm forced at one rank (so it alone
+ *     would take messages) fails every rank naming the path.
  * With one rank, or ranks on several nodes (PCOLL_RANKS_PER_NODE), the path
  * is absent and the checks say so.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -160,6 +168,86 @@ static void mixed(pcoll_t *ctx)
     free(b);
 }
 
+/* one rank late in turn: the others yield, then sleep, and are woken */
+static void late_in_turn(pcoll_t *ctx)
+{
+    CHECK_RC(pcoll_set_timeouts(ctx, 0, 20)); /* a lost wake-up fails, not hangs */
+    for (int k = 0; k < 12; k++) {
+        if (rank == k % size) usleep(20000);
+        int64_t x = rank * 3 + k, y = 0;
+        CHECK_RC(pcoll_allreduce(ctx, &x, &y, 1, PCOLL_INT64, PCOLL_SUM, NULL, 0));
+        CHECK(y == 3 * (int64_t)size * (size - 1) / 2 + (int64_t)size * k);
+    }
+}
+
+typedef struct group_call {
+    pcoll_t *ctx;
+    int rc;
+    float out;
+} group_call_t;
+
+static void *group_thread(void *arg)
+{
+    group_call_t *g = arg;
+    int group[2] = {0, 1};
+    float in = 1;
+    g->rc = pcoll_allreduce(g->ctx, &in, &g->out, 1, PCOLL_FLOAT32, PCOLL_SUM, group, 2);
+    return NULL;
+}
+
+/* rank 0: a second thread blocks in a group call (holding the progress
+ * token) while the first waits in the path; rank 1 comes last to both */
+static void token_held_elsewhere(pcoll_t *ctx)
+{
+    if (size < 2) return;
+    group_call_t g = {ctx, -1, 0};
+    pthread_t th;
+    if (rank == 0) CHECK(pthread_create(&th, NULL, group_thread, &g) == 0);
+    if (rank == 1) usleep(100000);
+    /* twice: rank 1 makes its group call only after both, so the group
+     * call cannot end rank 0's wait for the first one */
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < 2; k++) {
+        int64_t x = 1, y = 0;
+        CHECK_RC(pcoll_allreduce(ctx, &x, &y, 1, PCOLL_INT64, PCOLL_SUM, NULL, 0));
+        CHECK(y == size);
+    }
+    /* a lost wake-up would keep rank 0 until the 20 s deadline */
+    CHECK_MSG(MPI_Wtime() - t0 < 5, "the calls took %.1f s: a wake-up was lost", MPI_Wtime() - t0);
+    if (rank == 1) group_thread(&g);
+    if (rank == 0) CHECK(pthread_join(th, NULL) == 0);
+    if (rank <= 1) CHECK(g.rc == PCOLL_SUCCESS && g.out == 2);
+    CHECK_RC(pcoll_set_timeouts(ctx, 60, 0));
+}
+
+static void calls_that_differ(pcoll_t *ctx, int expect)
+{
+    if (!expect) return;
+    pcoll_log_level_t level = pcoll_get_log_level();
+    pcoll_set_log_level(PCOLL_LOG_NONE); /* the errors are expected */
+    int32_t in[3] = {1, 2, 3}, out[3];
+    int rc = pcoll_allreduce(ctx, in, out, rank == size - 1 ? 2 : 3, PCOLL_INT32, PCOLL_SUM, NULL, 0);
+    CHECK_MSG(rc == PCOLL_ERR_ARG && strstr(pcoll_last_error(), "differently"), "%d: %s", rc, pcoll_last_error());
+    CHECK_RC(pcoll_allreduce(ctx, in, out, 3, PCOLL_INT32, PCOLL_SUM, NULL, 0));
+    CHECK(out[0] == size && out[2] == 3 * size);
+    setenv("PCOLL_CHECK", "1", 1);
+    pcoll_t *checked;
+    CHECK_RC(pcoll_init(MPI_COMM_WORLD, &checked));
+    unsetenv("PCOLL_CHECK");
+    if (rank == 0) CHECK_RC(pcoll_set_allreduce_algo(checked, PCOLL_ALGO_DIRECT));
+    rc = pcoll_allreduce(checked, in, out, 3, PCOLL_INT32, PCOLL_SUM, NULL, 0);
+    /* named by the call's agreement, or (when the forced algorithm also
+     * differs for the agreement's own exchange, as at 2 ranks) by it */
+    CHECK_MSG(rc == PCOLL_ERR_ARG && (strstr(pcoll_last_error(), "node-shared path") ||
+                                      strstr(pcoll_last_error(), "disagree on the algorithm")),
+              "%d: %s", rc, pcoll_last_error());
+    CHECK_RC(pcoll_set_allreduce_algo(checked, PCOLL_ALGO_AUTO));
+    CHECK_RC(pcoll_allreduce(checked, in, out, 3, PCOLL_INT32, PCOLL_SUM, NULL, 0));
+    CHECK(out[1] == 2 * size);
+    CHECK_RC(pcoll_finalize(&checked));
+    pcoll_set_log_level(level);
+}
+
 int main(int argc, char **argv)
 {
     tu_mpi_start(&argc, &argv, 300, &rank, &size);
@@ -171,6 +259,9 @@ int main(int argc, char **argv)
     against_direct(ctx);
     back_to_back(ctx, calls);
     mixed(ctx);
+    late_in_turn(ctx);
+    token_held_elsewhere(ctx);
+    calls_that_differ(ctx, expect);
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0)
         printf("test_shm_allreduce: P=%d, path %s, %ld checks passed\n", size, expect ? "taken" : "absent",

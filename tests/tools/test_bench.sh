@@ -119,6 +119,7 @@ for l in $(cat "$out/fm"); do
 done
 
 # ---- bad input: exit code 2, the flag named ----
+# the yardstick of the node-shared path
 $mpirun -n 2 "$bench" cacheline --iters 2000 --json >"$out/cacheline" || fail "cacheline exited with $?"
 l=$(grep '"bench":"cacheline"' "$out/cacheline" || true)
 for k in rtt_us arrival_us budget_us; do

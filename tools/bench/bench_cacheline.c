@@ -87,7 +87,8 @@ int bench_cacheline(int argc, char **argv, int rank, int size)
         if (rank == 0) fprintf(stderr, "%s: needs 2 ranks or more, all on one node (got %d, %d here)\n", prog, size, nsize);
         return 2;
     }
-    /* rank r's line r + 1; line 0 is the counter (rank 0's memory) */
+    /* in rank 0's memory: line 0 the counter, line 1 the end of phase 1,
+     * rank r's line r + 2 */
     line_t *base;
     MPI_Win win;
     MPI_Win_allocate_shared((MPI_Aint)(rank == 0 ? (size + 2) * LINE : 0), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base,
