@@ -3,7 +3,8 @@
  * node, small messages, blocking calls.
  *
  *   rank r's segment (MPI_Win_allocate_shared, mapped once at pcoll_init):
- *     slot 0 | seq | data ... |   slot 1 | seq | data ... |   (64 B aligned)
+ *     slot 0 | seq sleeps bytes dtype op | data ... |   slot 1 | ... |
+ *     (each slot 64 B aligned; a header of 32 B, the data after it)
  *
  *   rank 0's segment also holds `arrivals`, a counter on a line of its own
  *
@@ -12,8 +13,9 @@
  *        then arrivals += 1; the rank that makes it n * k (the last to
  *        come) nudges the doorbell of every rank that may sleep (its
  *        slot's `sleeps` says k: it spun and yielded long enough)
- *     2. wait until arrivals >= n * k  (acquire; pc_block: stall report and
- *        timeout name the ranks whose slot does not say k yet)
+ *     2. wait until arrivals >= n * k  (pc_block: stall report and timeout
+ *        name the ranks whose slot does not say k yet); every rank compares
+ *        every header (bytes, dtype, op): a call that differs fails all
  *     3. out = ((v0 + v1) + v2) + ... + v(n-1)  read from the slots in
  *        place; / n for AVG: the direct algorithm's sums, bit for bit
  *
