@@ -335,7 +335,7 @@ static int check_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
 {
     int rc = pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
     /* the path follows from the size and this rank's forced algorithm */
-    int shm = rc == PCOLL_SUCCESS && pc_shm_allreduce_fits(ctx, count * pcoll_dtype_size(dtype));
+    int shm = rc == PCOLL_SUCCESS && pc_shm_allreduce_takes(ctx, count, dtype);
     pc_agree_field_t fields[4] = {{"count", (int64_t)count, 1, NULL},
                                   {"dtype", (int64_t)dtype, 1, dtype_text},
                                   {"op", (int64_t)op, 1, NULL},
@@ -376,8 +376,7 @@ static int shm_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
 int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                     pcoll_op_t op, const int *group, int group_size)
 {
-    if (ctx && !group && pc_ctx_check(ctx, __func__) == PCOLL_SUCCESS && pc_dtype_valid(dtype) &&
-        count <= ((size_t)1 << 40) && pc_shm_allreduce_fits(ctx, count * pcoll_dtype_size(dtype)))
+    if (ctx && !group && pc_ctx_check(ctx, __func__) == PCOLL_SUCCESS && pc_shm_allreduce_takes(ctx, count, dtype))
         return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, __func__);
     pcoll_request_t *req;
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);

@@ -118,6 +118,13 @@ int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes)
     return ctx->shm && bytes <= ctx->shm->max_bytes && atomic_load(&ctx->algo) == PCOLL_ALGO_AUTO;
 }
 
+int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype)
+{
+    if (!ctx->shm || !pc_dtype_valid(dtype)) return 0;
+    size_t es = pcoll_dtype_size(dtype);
+    return count <= ctx->shm->max_bytes / es && pc_shm_allreduce_fits(ctx, count * es);
+}
+
 static int all_written(void *arg)
 {
     const shm_wait_t *w = arg;

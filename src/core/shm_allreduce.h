@@ -26,6 +26,8 @@ void pc_shm_allreduce_close(pcoll_t *ctx);
 
 /* 1 if a blocking all-ranks allreduce of this size takes the path. */
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes);
+/* The same for count elements of dtype (0 for a type that is not one). */
+int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype);
 
 /* The operation (arguments already checked, the path fits): PCOLL_SUCCESS,
  * or PCOLL_ERR_TIMEOUT naming the ranks that have not started it. */
