@@ -17,7 +17,9 @@ void pc_config_defaults(pc_config_t *cfg)
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
     cfg->partial_shm_bytes = (size_t)4 << 20;
-    cfg->shm_allreduce_bytes = (size_t)64 << 10;
+    cfg->shm_allreduce_bytes = (size_t)1 << 30;
+    cfg->shm_slice_bytes = (size_t)64 << 10;
+    cfg->shm_chunk_bytes = (size_t)256 << 10;
     cfg->ranks_per_node = 0;
     cfg->check = 0;
     cfg->stall_warn_s = 60;
@@ -56,7 +58,7 @@ typedef struct var {
     pcoll_config_var_t pub; /* name, range, default, description, api, must_agree */
     var_kind_t kind;
     size_t off;             /* the field in pc_config_t */
-    long min, max;          /* V_INT, V_SECONDS */
+    long min, max;          /* V_INT, V_SECONDS; V_BYTES (max 0: none) */
 } var_t;
 
 #define FIELD(f) offsetof(pc_config_t, f)
@@ -77,10 +79,18 @@ static const var_t vars[] = {
       "otherwise auto uses recursive doubling up to this size, then Rabenseifner (power-of-two groups) or ring",
       "pcoll_set_allreduce_thresholds", 1},
      V_BYTES, FIELD(small_bytes), 0, 0},
-    {{"PCOLL_SHM_ALLREDUCE_BYTES", "a byte size up to 1M (e.g. 0, 2K)", "65536",
+    {{"PCOLL_SHM_ALLREDUCE_BYTES", "a byte size (e.g. 0, 64K, 1G)", "1073741824",
       "blocking allreduces of all ranks on one node up to this size go through node-shared memory (0: never)", "",
       1},
-     V_BYTES, FIELD(shm_allreduce_bytes), 0, 1L << 20},
+     V_BYTES, FIELD(shm_allreduce_bytes), 0, 0},
+    {{"PCOLL_SHM_SLICE_BYTES", "a byte size up to 1M (e.g. 0, 64K)", "65536",
+      "node-shared allreduces of bytes x (ranks - 1) above this let each rank add up a slice (else every rank adds "
+      "up everything)",
+      "", 1},
+     V_BYTES, FIELD(shm_slice_bytes), 0, 1L << 20},
+    {{"PCOLL_SHM_CHUNK_BYTES", "a byte size from 4K to 64M (e.g. 256K)", "262144",
+      "node-shared memory per rank and slot for the allreduce: larger messages go through it in pieces", "", 1},
+     V_BYTES, FIELD(shm_chunk_bytes), 4096, 64L << 20},
     {{"PCOLL_PARTIAL_SHM_BYTES", "a byte size (e.g. 0, 256K)", "4M",
       "partial objects up to this size run their rounds in node-shared memory (0: never)", "", 1},
      V_BYTES, FIELD(partial_shm_bytes), 0, 0},
@@ -139,8 +149,8 @@ static int parse(const var_t *var, const char *text, pc_config_t *cfg)
         return 0;
     }
     case V_ALGO: return pc_config_parse_algo(text, (pcoll_allreduce_algo_t *)at);
-    case V_BYTES: /* max 0: no bound */
-        if (pc_parse_bytes(text, (size_t *)at) != 0) return -1;
+    case V_BYTES: /* max 0: no upper bound */
+        if (pc_parse_bytes(text, (size_t *)at) != 0 || *(size_t *)at < (size_t)var->min) return -1;
         return var->max > 0 && *(size_t *)at > (size_t)var->max ? -1 : 0;
     case V_INT:
     case V_BOOL:

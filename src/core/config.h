@@ -17,6 +17,8 @@ typedef struct pc_config {
     size_t small_bytes;          /* PCOLL_ALLREDUCE_SMALL_BYTES                 */
     size_t partial_shm_bytes;    /* PCOLL_PARTIAL_SHM_BYTES                     */
     size_t shm_allreduce_bytes;  /* PCOLL_SHM_ALLREDUCE_BYTES                   */
+    size_t shm_slice_bytes;      /* PCOLL_SHM_SLICE_BYTES                       */
+    size_t shm_chunk_bytes;      /* PCOLL_SHM_CHUNK_BYTES                       */
     int ranks_per_node;          /* PCOLL_RANKS_PER_NODE (0: the machine's)     */
     int check;                   /* PCOLL_CHECK                                 */
     double stall_warn_s;         /* PCOLL_STALL_WARN_S                          */

@@ -261,7 +261,8 @@ static int init_engine(pcoll_t *ctx, const pc_config_t *cfg, const char *fn)
     if (pc_engine_post(ctx->engine, open_task, ctx) != PCOLL_SUCCESS)
         open_task(ctx->engine, ctx); /* no memory for the task: the progress thread is idle, nothing races */
     pc_engine_wait(ctx->engine, nothing_inflight, ctx);
-    if ((rc = pc_agree_step(&over, fn, pc_shm_allreduce_open(ctx, cfg->shm_allreduce_bytes))) != PCOLL_SUCCESS)
+    pc_shm_allreduce_sizes_t sizes = {cfg->shm_allreduce_bytes, cfg->shm_slice_bytes, cfg->shm_chunk_bytes};
+    if ((rc = pc_agree_step(&over, fn, pc_shm_allreduce_open(ctx, &sizes))) != PCOLL_SUCCESS)
         return rc;
     int mrc = MPI_Barrier(ctx->comm);
     return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : pc_mpi_error(mrc, fn, "MPI_Barrier");

@@ -1,14 +1,16 @@
 /*
- * Blocking allreduces of every rank of a context that lives on one node, for
- * small messages, through node-shared memory instead of messages (the
- * latency path of docs/algorithms.md, "Node-shared allreduce").
+ * Blocking allreduces of every rank of a context that lives on one node,
+ * through node-shared memory instead of messages (docs/algorithms.md,
+ * "Node-shared allreduce": a latency path for small messages, a slice path
+ * for larger ones).
  *
  * Used by pcoll_allreduce (blocking, all ranks, no forced algorithm) when
  * the context has the segment (pcoll_init made it: every rank on one node,
  * PCOLL_SHM_ALLREDUCE_BYTES > 0, shared memory and doorbells at hand) and
- * the message fits.  Nonblocking calls, plans and groups keep the message
- * algorithms.  Its sums are those of the direct algorithm, bit for bit
- * (the n vectors added in rank order at every rank).
+ * the message is at most PCOLL_SHM_ALLREDUCE_BYTES.  Nonblocking calls,
+ * plans and groups keep the message algorithms.  Its sums are those of the
+ * direct algorithm, bit for bit (the n vectors added in rank order at every
+ * rank), on either path.
  */
 #ifndef PC_CORE_SHM_ALLREDUCE_H
 #define PC_CORE_SHM_ALLREDUCE_H
@@ -17,10 +19,16 @@
 
 #include "context.h"
 
+typedef struct pc_shm_allreduce_sizes {
+    size_t max_bytes;   /* PCOLL_SHM_ALLREDUCE_BYTES: the largest message (0: no path) */
+    size_t slice_bytes; /* PCOLL_SHM_SLICE_BYTES: larger messages take the slice path */
+    size_t chunk_bytes; /* PCOLL_SHM_CHUNK_BYTES: a slot's data, a piece of the slice path */
+} pc_shm_allreduce_sizes_t;
+
 /* Collective over the context's ranks (pcoll_init, after the engine):
  * ctx->shm is set when every rank can take the path, else left NULL.
  * PCOLL_SUCCESS, or an MPI failure. */
-int pc_shm_allreduce_open(pcoll_t *ctx, size_t max_bytes);
+int pc_shm_allreduce_open(pcoll_t *ctx, const pc_shm_allreduce_sizes_t *sizes);
 /* Collective (at finalize, and when pcoll_init fails after opening it). */
 void pc_shm_allreduce_close(pcoll_t *ctx);
 

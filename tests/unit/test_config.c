@@ -60,7 +60,8 @@ static void values_and_errors(void)
     } cases[] = {
         {"PCOLL_LOG_LEVEL", "debug", "loud"},          {"PCOLL_ALLREDUCE_ALGO", "ring", "fastest"},
         {"PCOLL_ALLREDUCE_DIRECT_BYTES", "4K", "4 K"}, {"PCOLL_ALLREDUCE_SMALL_BYTES", "0", "-1"},
-        {"PCOLL_PARTIAL_SHM_BYTES", "1M", "1T"},       {"PCOLL_SHM_ALLREDUCE_BYTES", "2K", "2M"},
+        {"PCOLL_PARTIAL_SHM_BYTES", "1M", "1T"},       {"PCOLL_SHM_ALLREDUCE_BYTES", "2G", "2 M"},
+        {"PCOLL_SHM_SLICE_BYTES", "0", "2M"},          {"PCOLL_SHM_CHUNK_BYTES", "4K", "4095"},
         {"PCOLL_RANKS_PER_NODE", "2", "-2"},
         {"PCOLL_CHECK", "1", "2"},                     {"PCOLL_STALL_WARN_S", "2.5", "+3"},
         {"PCOLL_TIMEOUT_S", "0", "1e9"},               {"PCOLL_SPIN_US", "7", "7us"},
@@ -113,7 +114,8 @@ static void machine_and_agreement(void)
     int n = pc_config_fields(&c, f);
     CHECK(n == pc_config_nvars());
     const char *agree[] = {"PCOLL_ALLREDUCE_ALGO", "PCOLL_ALLREDUCE_DIRECT_BYTES", "PCOLL_ALLREDUCE_SMALL_BYTES",
-                           "PCOLL_PARTIAL_SHM_BYTES", "PCOLL_SHM_ALLREDUCE_BYTES", "PCOLL_RANKS_PER_NODE",
+                           "PCOLL_PARTIAL_SHM_BYTES", "PCOLL_SHM_ALLREDUCE_BYTES", "PCOLL_SHM_SLICE_BYTES",
+                           "PCOLL_SHM_CHUNK_BYTES", "PCOLL_RANKS_PER_NODE",
                            "PCOLL_CHECK"};
     int must = 0;
     for (int i = 0; i < n; i++) {
