@@ -295,17 +295,25 @@ PCOLL_API int pcoll_set_allreduce_algo(pcoll_t *ctx, pcoll_allreduce_algo_t algo
  *                 (PCOLL_ALLREDUCE_SMALL_BYTES, default 8192);
  *   rabenseifner  else if n is a power of two;
  *   ring          else.
+ * A tuning table (PCOLL_TUNING_FILE, written by `pcoll-bench allreduce
+ * --tune`) overrides this rule for a call of n ranks where it has rows for
+ * n ranks on the context's number of nodes (pcoll_node_count) and the size;
+ * partial rounds and fusion buckets keep their own rules.
  */
 PCOLL_API int pcoll_set_allreduce_thresholds(pcoll_t *ctx, size_t direct_bytes, size_t small_bytes);
 
 /* The algorithm a call with these sizes would use now.  PCOLL_ALGO_SHM: a
  * blocking pcoll_allreduce of every rank (group NULL) whose ranks all share
- * one node, up to PCOLL_SHM_ALLREDUCE_BYTES, goes through node-shared
- * memory with the direct algorithm's sums (ranks in order, bit for bit);
- * nonblocking calls, plans and groups of that size use direct (or the rule
- * above). */
+ * one node, up to PCOLL_SHM_ALLREDUCE_BYTES (unless a tuning table row says
+ * a message algorithm for the size), goes through node-shared memory with
+ * the direct algorithm's sums (ranks in order, bit for bit); nonblocking
+ * calls, plans and groups of that size use the rule above. */
 PCOLL_API pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size);
 PCOLL_API const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo);
+/* The number of nodes of the context's node map: machines whose ranks share
+ * memory, each split into blocks of PCOLL_RANKS_PER_NODE ranks if that is
+ * set (0 for a NULL context). */
+PCOLL_API int pcoll_node_count(const pcoll_t *ctx);
 
 /*
  * A group map is an ordered list of distinct ranks of the context's

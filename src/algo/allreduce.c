@@ -10,14 +10,18 @@
  */
 #include "allreduce.h"
 
-pcoll_allreduce_algo_t pc_allreduce_choose(pc_algo_use_t use, pcoll_allreduce_algo_t forced, size_t direct_bytes,
-                                           size_t small_bytes, size_t bytes, int n)
+pcoll_allreduce_algo_t pc_allreduce_choose(pc_algo_use_t use, pcoll_allreduce_algo_t forced,
+                                           pcoll_allreduce_algo_t tuned, size_t direct_bytes, size_t small_bytes,
+                                           size_t bytes, int n)
 {
     /* Rabenseifner also for two ranks: each then adds up half the vector
      * (recursive doubling: all of it), and one addition per element has the
      * same bits either way */
     if (use == PC_USE_TREE) return bytes <= small_bytes ? PCOLL_ALGO_RECDBL : PCOLL_ALGO_RABENSEIFNER;
     if (forced != PCOLL_ALGO_AUTO) return forced;
+    /* shm is the node-shared path's, which only blocking calls of all
+     * ranks take (core/shm_allreduce.h): for the others, the rule */
+    if (use == PC_USE_CALL && tuned != PCOLL_ALGO_AUTO && tuned != PCOLL_ALGO_SHM) return tuned;
     if (use == PC_USE_ROUND) direct_bytes = 0;
     /* direct sends n - 1 messages per rank: count each as its bytes plus
      * about 1 KiB of fixed cost, so that large groups fall back to log2(n)

@@ -34,9 +34,13 @@ typedef enum pc_algo_use {
 } pc_algo_use_t;
 
 /* The algorithm for `bytes` among n ranks (forced: the context's setting,
- * PCOLL_ALGO_AUTO for the choice by size). */
-pcoll_allreduce_algo_t pc_allreduce_choose(pc_algo_use_t use, pcoll_allreduce_algo_t forced, size_t direct_bytes,
-                                           size_t small_bytes, size_t bytes, int n);
+ * PCOLL_ALGO_AUTO for the choice; tuned: the tuning table's pick for this
+ * call, algo/tuning.h, PCOLL_ALGO_AUTO for none).  A call takes the table's
+ * message algorithm where it has one; partial rounds and buckets keep their
+ * own rules (above); otherwise the built-in rule by size. */
+pcoll_allreduce_algo_t pc_allreduce_choose(pc_algo_use_t use, pcoll_allreduce_algo_t forced,
+                                           pcoll_allreduce_algo_t tuned, size_t direct_bytes, size_t small_bytes,
+                                           size_t bytes, int n);
 
 /* Builds and commits a schedule reading PC_SLOT_IN (unless inplace) and
  * writing PC_SLOT_OUT. */

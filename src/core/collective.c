@@ -445,6 +445,8 @@ int pcoll_wait(pcoll_request_t **preq)
     return release(preq, waited, __func__);
 }
 
+int pcoll_node_count(const pcoll_t *ctx) { return ctx ? ctx->nodes.count : 0; }
+
 pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size)
 {
     if (!ctx) return PCOLL_ALGO_AUTO;

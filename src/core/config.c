@@ -1,6 +1,7 @@
 /* The PCOLL_* variables: one table (config.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ int pc_config_parse_algo(const char *text, pcoll_allreduce_algo_t *algo)
 
 /* ---- the table ---- */
 
-typedef enum { V_LEVEL, V_ALGO, V_BYTES, V_INT, V_BOOL, V_SECONDS } var_kind_t;
+typedef enum { V_LEVEL, V_ALGO, V_BYTES, V_INT, V_BOOL, V_SECONDS, V_TABLE } var_kind_t;
 
 typedef struct var {
     pcoll_config_var_t pub; /* name, range, default, description, api, must_agree */
@@ -94,6 +95,11 @@ static const var_t vars[] = {
     {{"PCOLL_PARTIAL_SHM_BYTES", "a byte size (e.g. 0, 256K)", "4M",
       "partial objects up to this size run their rounds in node-shared memory (0: never)", "", 1},
      V_BYTES, FIELD(partial_shm_bytes), 0, 0},
+    {{"PCOLL_TUNING_FILE", "a file written by pcoll-bench allreduce --tune, or empty", "",
+      "the allreduce's algorithm per size, ranks and nodes, as measured on this machine (sizes, rank or node counts "
+      "it has no row for: the built-in rule)",
+      "", 1},
+     V_TABLE, FIELD(tuning_file), 0, 0},
     {{"PCOLL_RANKS_PER_NODE", "a whole number in 0..1073741824", "0",
       "0: nodes are the machine's (shared memory); K: each also split into blocks of K consecutive ranks", "", 1},
      V_INT, FIELD(ranks_per_node), 0, 1L << 30},
@@ -135,9 +141,35 @@ int pc_config_nvars(void) { return NVARS; }
 
 const pcoll_config_var_t *pcoll_config_var(int i) { return i >= 0 && i < NVARS ? &vars[i].pub : NULL; }
 
-/* 0 and the value stored, or -1 when the text is malformed */
-static int parse(const var_t *var, const char *text, pc_config_t *cfg)
+/* The table of the file at path into cfg: 0, or -1 with why. */
+static int read_table(const char *path, pc_config_t *cfg, char *why, size_t len)
 {
+    if (strlen(path) >= sizeof cfg->tuning_file) return snprintf(why, len, "the path is too long"), -1;
+    FILE *f = fopen(path, "r");
+    if (!f) return snprintf(why, len, "%s", strerror(errno)), -1;
+    enum { MAX_TEXT = 1 << 16 };
+    char *text = malloc(MAX_TEXT + 1);
+    size_t n = text ? fread(text, 1, MAX_TEXT + 1, f) : 0;
+    int failed = ferror(f);
+    fclose(f);
+    int rc = -1;
+    if (!text) snprintf(why, len, "no memory to read it");
+    else if (failed) snprintf(why, len, "cannot read it");
+    else if (n > MAX_TEXT) snprintf(why, len, "longer than %d bytes", MAX_TEXT);
+    else {
+        text[n] = '\0';
+        rc = pc_tuning_parse(text, &cfg->tuning, why, len);
+    }
+    free(text);
+    if (rc == 0) snprintf(cfg->tuning_file, sizeof cfg->tuning_file, "%s", path);
+    return rc;
+}
+
+/* 0 and the value stored, or -1 when the text is malformed (why: what is
+ * wrong beyond the range, or "") */
+static int parse(const var_t *var, const char *text, pc_config_t *cfg, char *why, size_t why_len)
+{
+    why[0] = '\0';
     char *at = (char *)cfg + var->off;
     long x;
     double d;
@@ -161,6 +193,10 @@ static int parse(const var_t *var, const char *text, pc_config_t *cfg)
         if (pc_parse_double(text, &d) != 0 || d < (double)var->min || d > (double)var->max) return -1;
         *(double *)at = d;
         return 0;
+    case V_TABLE:
+        memset(&cfg->tuning, 0, sizeof cfg->tuning);
+        memset(cfg->tuning_file, 0, sizeof cfg->tuning_file);
+        return text[0] ? read_table(text, cfg, why, why_len) : 0;
     }
     return -1;
 }
@@ -173,6 +209,7 @@ static int64_t value_of(const pc_config_t *cfg, int i)
     case V_ALGO: return (int64_t)*(const pcoll_allreduce_algo_t *)at;
     case V_BYTES: return (int64_t)*(const size_t *)at;
     case V_SECONDS: return (int64_t)(*(const double *)at * 1e6); /* microseconds */
+    case V_TABLE: return (int64_t)pc_tuning_hash(&cfg->tuning);        /* the rows, not the path */
     default: return *(const int *)at;
     }
 }
@@ -186,6 +223,7 @@ static void text_of(const pc_config_t *cfg, int i, char *buf, size_t len)
     case V_ALGO: snprintf(buf, len, "%s", pcoll_allreduce_algo_name(*(const pcoll_allreduce_algo_t *)at)); break;
     case V_BYTES: snprintf(buf, len, "%zu", *(const size_t *)at); break;
     case V_SECONDS: snprintf(buf, len, "%g", *(const double *)at); break;
+    case V_TABLE: snprintf(buf, len, "%s", at); break;
     default: snprintf(buf, len, "%d", *(const int *)at); break;
     }
 }
@@ -196,9 +234,11 @@ int pc_config_from_env(pc_config_t *cfg, const char *fn, int *bad)
     for (int i = 0; i < NVARS; i++) {
         const char *v = getenv(vars[i].pub.name);
         if (!v) continue;
-        if (parse(&vars[i], v, cfg) != 0) {
+        char why[192];
+        if (parse(&vars[i], v, cfg, why, sizeof why) != 0) {
             *bad = i;
-            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s", vars[i].pub.name, v, vars[i].pub.range);
+            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s%s%s", vars[i].pub.name, v, vars[i].pub.range,
+                            why[0] ? ": " : "", why);
         }
         cfg->set |= 1u << i;
     }
@@ -249,8 +289,10 @@ int pcoll_config_get(const char *name, char *value, size_t len)
         }
         pc_config_t cfg;
         pc_config_defaults(&cfg);
-        if (parse(&vars[i], v, &cfg) != 0)
-            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s", name, v, vars[i].pub.range);
+        char why[192];
+        if (parse(&vars[i], v, &cfg, why, sizeof why) != 0)
+            return pc_error(PCOLL_ERR_CONFIG, fn, "%s=\"%s\" is not %s%s%s", name, v, vars[i].pub.range,
+                            why[0] ? ": " : "", why);
         text_of(&cfg, i, value, len);
         return PCOLL_SUCCESS;
     }

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "../algo/tuning.h"
 #include "agree.h"
 #include "pcoll.h"
 
@@ -19,6 +20,8 @@ typedef struct pc_config {
     size_t shm_allreduce_bytes;  /* PCOLL_SHM_ALLREDUCE_BYTES                   */
     size_t shm_slice_bytes;      /* PCOLL_SHM_SLICE_BYTES                       */
     size_t shm_chunk_bytes;      /* PCOLL_SHM_CHUNK_BYTES                       */
+    char tuning_file[256];       /* PCOLL_TUNING_FILE ("": none)                */
+    pc_tuning_t tuning;          /* its table (no rows: none)                   */
     int ranks_per_node;          /* PCOLL_RANKS_PER_NODE (0: the machine's)     */
     int check;                   /* PCOLL_CHECK                                 */
     double stall_warn_s;         /* PCOLL_STALL_WARN_S                          */

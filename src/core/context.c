@@ -56,8 +56,9 @@ static int check_mpi_threads(int *owns_mpi)
 
 pcoll_allreduce_algo_t pc_ctx_algo(const pcoll_t *ctx, pc_algo_use_t use, size_t bytes, int n)
 {
-    return pc_allreduce_choose(use, (pcoll_allreduce_algo_t)atomic_load(&ctx->algo), atomic_load(&ctx->direct_bytes),
-                               atomic_load(&ctx->small_bytes), bytes, n);
+    return pc_allreduce_choose(use, (pcoll_allreduce_algo_t)atomic_load(&ctx->algo),
+                               pc_tuning_lookup(ctx->tuning, n, ctx->nodes.count, bytes),
+                               atomic_load(&ctx->direct_bytes), atomic_load(&ctx->small_bytes), bytes, n);
 }
 
 /* labels[r] (the smallest rank of r's machine node) becomes the smallest
@@ -158,6 +159,7 @@ static void destroy(pcoll_t *ctx)
     free(ctx->world.busy);
     free(ctx->object_channels);
     free(ctx->all_ranks);
+    free(ctx->tuning);
     pc_nodes_destroy(&ctx->nodes);
     if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
@@ -230,6 +232,12 @@ static int init_tables(pcoll_t *ctx, pc_config_t *cfg, const char *fn)
     atomic_init(&ctx->stall_warn_s, cfg->stall_warn_s);
     atomic_init(&ctx->timeout_s, cfg->timeout_s);
     ctx->partial_shm_bytes = cfg->partial_shm_bytes;
+    if (cfg->tuning.nrows > 0 && rc == PCOLL_SUCCESS) {
+        if ((ctx->tuning = malloc(sizeof *ctx->tuning)))
+            memcpy(ctx->tuning, &cfg->tuning, sizeof *ctx->tuning);
+        else
+            rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the tuning table");
+    }
     ctx->check = cfg->check;
     long ub = tag_ub_of(ctx->comm);
     if (rc == PCOLL_SUCCESS && pc_tags_init(&ctx->tags, ub) != 0)

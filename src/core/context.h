@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "../algo/allreduce.h"
+#include "../algo/tuning.h"
 #include "../engine/progress.h"
 #include "../engine/tags.h"
 #include "../util/nodes.h"
@@ -53,6 +54,7 @@ struct pcoll_ctx {
     _Atomic size_t direct_bytes, small_bytes;
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
     struct pc_shm_allreduce *shm; /* blocking world allreduces in node-shared memory, or NULL */
+    pc_tuning_t *tuning;          /* PCOLL_TUNING_FILE's table (agreed), or NULL */
     _Atomic double stall_warn_s, timeout_s;
     pc_tags_t tags;
     pc_engine_t *engine;

@@ -149,7 +149,10 @@ void pc_shm_allreduce_close(pcoll_t *ctx)
 
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes)
 {
-    return ctx->shm && bytes <= ctx->shm->max_bytes && atomic_load(&ctx->algo) == PCOLL_ALGO_AUTO;
+    if (!ctx->shm || bytes > ctx->shm->max_bytes || atomic_load(&ctx->algo) != PCOLL_ALGO_AUTO) return 0;
+    /* a tuning table that measured a message algorithm faster at this size */
+    pcoll_allreduce_algo_t tuned = pc_tuning_lookup(ctx->tuning, ctx->size, ctx->nodes.count, bytes);
+    return tuned == PCOLL_ALGO_AUTO || tuned == PCOLL_ALGO_SHM;
 }
 
 int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype)

@@ -211,7 +211,8 @@ static inline int pc_round_sched_build(const pc_backend_env_t *env, pcoll_allred
                                        int n, int idx, pc_sched_t **out)
 {
     pc_allreduce_spec_t spec = {n, idx, env->count + PC_TRAILER, env->dtype, PCOLL_SUM, 1};
-    return pc_allreduce_build(&spec, pc_allreduce_choose(PC_USE_ROUND, forced, 0, small_bytes, env->bytes, n), out);
+    pcoll_allreduce_algo_t algo = pc_allreduce_choose(PC_USE_ROUND, forced, PCOLL_ALGO_AUTO, 0, small_bytes, env->bytes, n);
+    return pc_allreduce_build(&spec, algo, out);
 }
 
 static inline void pc_trailer_set(const pc_backend_env_t *env, void *buf, int64_t active, int64_t contributions)

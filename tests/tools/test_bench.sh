@@ -34,6 +34,35 @@ $mpirun -n 2 "$bench" allreduce --json --min-bytes 1K --max-bytes 1K --iters 2 -
 if $mpirun -n 2 "$bench" allreduce --link-rate 1gbt >"$out/bad" 2>&1; then fail "--link-rate 1gbt accepted"; fi
 grep -q -- "--link-rate" "$out/bad" || fail "--link-rate 1gbt: the message does not name the flag"
 
+# ---- allreduce --tune: this rank count's rows written, other rows kept, the library follows them ----
+# "key": string of one JSON line
+sfield() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p"; }
+printf '# kept\n2 1 4K recdbl\n4 1 8 direct\n' >"$out/tune"
+$mpirun -n 4 "$bench" allreduce --tune "$out/tune" --json --min-bytes 8 --max-bytes 4K --iters 5 >"$out/tj" ||
+    fail "allreduce --tune exited with $?"
+[ "$(grep -c '"bench":"tune"' "$out/tj")" -eq 10 ] || fail "tune: expected 10 sizes (8 B to 4 KiB)"
+grep -q '^# kept$' "$out/tune" && grep -q '^2 1 4K recdbl$' "$out/tune" || fail "tune: other rows were not kept"
+if grep -q '^4 1 8 direct$' "$out/tune"; then fail "tune: the old row of 4 ranks was kept"; fi
+[ "$(grep '^4 1 ' "$out/tune" | tail -n 1 | cut -d' ' -f3)" = 4096 ] || fail "tune: the last row is not up to 4096"
+$mpirun -n 4 -x PCOLL_TUNING_FILE="$out/tune" "$bench" allreduce --json --min-bytes 8 --max-bytes 4K --iters 2 \
+    >"$out/ta" || fail "allreduce with PCOLL_TUNING_FILE exited with $?"
+b=8
+while [ $b -le 4096 ]; do
+    won=$(sfield "$(grep "\"bytes\":$b," "$out/tj")" algo)
+    took=$(sfield "$(grep "\"bytes\":$b," "$out/ta")" algo)
+    [ -n "$won" ] && [ "$won" = "$took" ] || fail "tune: at $b B the table says '$won', the library took '$took'"
+    b=$((b * 2))
+done
+if $mpirun -n 2 -x PCOLL_TUNING_FILE="$out/tune" "$bench" allreduce --tune "$out/t2" >"$out/bad" 2>&1; then
+    fail "--tune with PCOLL_TUNING_FILE set was accepted"
+fi
+grep -q PCOLL_TUNING_FILE "$out/bad" || fail "--tune with PCOLL_TUNING_FILE set: the message does not name it"
+printf '2 1 4K fastest\n' >"$out/badtable"
+if $mpirun -n 2 -x PCOLL_TUNING_FILE="$out/badtable" "$bench" allreduce --max-bytes 8 >"$out/bad" 2>&1; then
+    fail "a malformed tuning table was accepted"
+fi
+grep -q 'line 1' "$out/bad" && grep -q 'fastest' "$out/bad" || fail "malformed table: $(cat "$out/bad")"
+
 # ---- skew and group: the modes asked for, at every size ----
 $mpirun -n 4 "$bench" skew --json --max-bytes 512 --iters 4 --skew-us 200 >"$out/skew" || fail "skew exited with $?"
 [ "$(grep -c '"bench":"skew"' "$out/skew")" -eq 6 ] || fail "skew: expected 3 modes x 2 sizes"

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "pcoll.h"
@@ -62,6 +63,7 @@ static void values_and_errors(void)
         {"PCOLL_ALLREDUCE_DIRECT_BYTES", "4K", "4 K"}, {"PCOLL_ALLREDUCE_SMALL_BYTES", "0", "-1"},
         {"PCOLL_PARTIAL_SHM_BYTES", "1M", "1T"},       {"PCOLL_SHM_ALLREDUCE_BYTES", "2G", "2 M"},
         {"PCOLL_SHM_SLICE_BYTES", "0", "2M"},          {"PCOLL_SHM_CHUNK_BYTES", "4K", "4095"},
+        {"PCOLL_TUNING_FILE", "", "/nonexistent/pcoll-tuning"},
         {"PCOLL_RANKS_PER_NODE", "2", "-2"},
         {"PCOLL_CHECK", "1", "2"},                     {"PCOLL_STALL_WARN_S", "2.5", "+3"},
         {"PCOLL_TIMEOUT_S", "0", "1e9"},               {"PCOLL_SPIN_US", "7", "7us"},
@@ -97,6 +99,46 @@ static void values_and_errors(void)
     unsetenv("PCOLL_LOG_LEVEL");
 }
 
+/* PCOLL_TUNING_FILE: a table read at parse time, its rows (not its path)
+ * what the ranks agree on, a malformed file named with its line */
+static void tuning_file(void)
+{
+    char good[] = "/tmp/pcoll-tuning-XXXXXX", copy[] = "/tmp/pcoll-tuning-XXXXXX", bad[] = "/tmp/pcoll-tuning-XXXXXX";
+    const char *rows = "# test\n4 1 64K direct\n4 1 max shm\n";
+    int fds[3] = {mkstemp(good), mkstemp(copy), mkstemp(bad)};
+    CHECK(fds[0] >= 0 && fds[1] >= 0 && fds[2] >= 0);
+    CHECK(write(fds[0], rows, strlen(rows)) == (ssize_t)strlen(rows));
+    CHECK(write(fds[1], rows + 7, strlen(rows) - 7) == (ssize_t)(strlen(rows) - 7)); /* same rows, no comment */
+    CHECK(write(fds[2], "4 1 64K fast\n", 13) == 13);
+    for (int k = 0; k < 3; k++) close(fds[k]);
+    pc_config_t a, b;
+    int bad_i, i = index_of("PCOLL_TUNING_FILE");
+    pc_config_defaults(&a);
+    pc_config_defaults(&b);
+    setenv("PCOLL_TUNING_FILE", good, 1);
+    CHECK(pc_config_from_env(&a, "test", &bad_i) == PCOLL_SUCCESS && bad_i == -1);
+    CHECK(a.tuning.nrows == 2 && strcmp(a.tuning_file, good) == 0);
+    CHECK(pc_tuning_lookup(&a.tuning, 4, 1, 100) == PCOLL_ALGO_DIRECT);
+    char value[64];
+    CHECK(pcoll_config_get("PCOLL_TUNING_FILE", value, sizeof value) == PCOLL_SUCCESS && strcmp(value, good) == 0);
+    setenv("PCOLL_TUNING_FILE", copy, 1);
+    CHECK(pc_config_from_env(&b, "test", &bad_i) == PCOLL_SUCCESS);
+    pc_agree_field_t fa[PC_CONFIG_MAX_VARS], fb[PC_CONFIG_MAX_VARS];
+    pc_config_fields(&a, fa);
+    pc_config_fields(&b, fb);
+    CHECK(fa[i].value == fb[i].value); /* the same rows from another path: agreed */
+    pc_config_defaults(&b);
+    pc_config_fields(&b, fb);
+    CHECK(fa[i].value != fb[i].value); /* no table: differs */
+    setenv("PCOLL_TUNING_FILE", bad, 1);
+    CHECK(pc_config_from_env(&b, "test", &bad_i) == PCOLL_ERR_CONFIG && bad_i == i);
+    CHECK(strstr(pcoll_last_error(), "line 1") && strstr(pcoll_last_error(), "\"fast\" is not an algorithm"));
+    unsetenv("PCOLL_TUNING_FILE");
+    unlink(good);
+    unlink(copy);
+    unlink(bad);
+}
+
 static void machine_and_agreement(void)
 {
     pc_config_t c;
@@ -115,7 +157,7 @@ static void machine_and_agreement(void)
     CHECK(n == pc_config_nvars());
     const char *agree[] = {"PCOLL_ALLREDUCE_ALGO", "PCOLL_ALLREDUCE_DIRECT_BYTES", "PCOLL_ALLREDUCE_SMALL_BYTES",
                            "PCOLL_PARTIAL_SHM_BYTES", "PCOLL_SHM_ALLREDUCE_BYTES", "PCOLL_SHM_SLICE_BYTES",
-                           "PCOLL_SHM_CHUNK_BYTES", "PCOLL_RANKS_PER_NODE",
+                           "PCOLL_SHM_CHUNK_BYTES", "PCOLL_TUNING_FILE", "PCOLL_RANKS_PER_NODE",
                            "PCOLL_CHECK"};
     int must = 0;
     for (int i = 0; i < n; i++) {
@@ -145,6 +187,7 @@ int main(void)
     defaults_are_what_they_say();
     values_and_errors();
     machine_and_agreement();
+    tuning_file();
     lookups();
     printf("test_config: %ld checks passed\n", checks);
     return 0;

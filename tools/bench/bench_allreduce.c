@@ -41,6 +41,11 @@ static const char *help =
     "                  pcoll_us, mpi_us, impi_us, ratio (+ pcoll_min_us, pcoll_avg_us;\n"
     "                  with --plan: plan_us, ipcoll_us, plan_ratio)\n"
     "  --no-verify     do not compare pcoll's results with MPI_Allreduce's\n"
+    "  --tune FILE     instead: time every algorithm that applies at each size and\n"
+    "                  write the fastest as this rank and node count's rows of the\n"
+    "                  tuning table FILE (other rows kept), for PCOLL_TUNING_FILE;\n"
+    "                  --json: one object per size (bench \"tune\", ranks, nodes,\n"
+    "                  bytes, algo, <algorithm>_us)\n"
     "  --link-rate R   each node's link rate (1gbit, 100mbit, ...): also the\n"
     "                  limit 2 (N-1)/N x bytes / R for N nodes and the fraction\n"
     "                  of it reached (columns limit_us, pcoll%, mpi%, impi%; JSON\n"
@@ -92,6 +97,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     size_t min_bytes = 8, max_bytes = (size_t)64 << 20;
     long iters = 0, warmup = 3;
     int json = 0, verify = 1, with_plan = 0;
+    const char *tune_file = NULL;
     double link_rate = 0; /* bit/s; 0: not given */
     pcoll_allreduce_algo_t algo = PCOLL_ALGO_AUTO;
     static struct option opts[] = {{"min-bytes", required_argument, 0, 'm'}, {"max-bytes", required_argument, 0, 'M'},
@@ -99,6 +105,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                                    {"algo", required_argument, 0, 'a'},      {"json", no_argument, 0, 'j'},
                                    {"no-verify", no_argument, 0, 'n'},       {"plan", no_argument, 0, 'p'},
                                    {"link-rate", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
+                                   {"tune", required_argument, 0, 't'},
                                    {0, 0, 0, 0}};
     int c;
     opterr = 0;
@@ -120,6 +127,10 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         case 'n': verify = 0; break;
         case 'p': with_plan = 1; break;
         case 'l': link_rate = tool_flag_rate(prog, "--link-rate", optarg); break;
+        case 't':
+            if (!optarg[0]) tool_usage_error(prog, "--tune: the file name is empty");
+            tune_file = optarg;
+            break;
         case 'h':
             if (rank == 0) fputs(help, stdout);
             return 0;
@@ -130,7 +141,14 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     tool_byte_range(prog, &min_bytes, max_bytes);
     if (max_bytes / 4 > (size_t)INT32_MAX) tool_usage_error(prog, "--max-bytes: MPI counts are limited to 2^31-1");
 
+    if (tune_file && (algo != PCOLL_ALGO_AUTO || with_plan || link_rate > 0))
+        tool_usage_error(prog, "--tune measures every algorithm itself: no --algo, --plan or --link-rate with it");
     pcoll_t *ctx = tool_pcoll_init();
+    if (tune_file) {
+        int code = bench_allreduce_tune(ctx, tune_file, min_bytes, max_bytes, iters, json, rank, size);
+        pcoll_finalize(&ctx);
+        return code;
+    }
     int nodes = link_rate > 0 ? tool_count_nodes() : 1;
     if (algo != PCOLL_ALGO_AUTO) pcoll_set_allreduce_algo(ctx, algo);
     size_t maxcount = max_bytes / 4;
