@@ -306,8 +306,10 @@ PCOLL_API int pcoll_set_allreduce_thresholds(pcoll_t *ctx, size_t direct_bytes, 
  * blocking pcoll_allreduce of every rank (group NULL) whose ranks all share
  * one node, up to PCOLL_SHM_ALLREDUCE_BYTES (unless a tuning table row says
  * a message algorithm for the size), goes through node-shared memory with
- * the direct algorithm's sums (ranks in order, bit for bit); nonblocking
- * calls, plans and groups of that size use the rule above. */
+ * the direct algorithm's sums (ranks in order, bit for bit); so does a
+ * persistent plan (pcoll_allreduce_init) whose members share a node, as a
+ * nonblocking schedule in a segment of its own; nonblocking calls and group
+ * calls of that size use the rule above. */
 PCOLL_API pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size);
 PCOLL_API const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo);
 /* The number of nodes of the context's node map: machines whose ranks share

@@ -47,6 +47,7 @@ int pc_allreduce_build(const pc_allreduce_spec_t *sp, pcoll_allreduce_algo_t alg
         case PCOLL_ALGO_RABENSEIFNER: pc_build_rabenseifner(s, sp); break;
         case PCOLL_ALGO_RING: pc_build_ring(s, sp); break;
         case PCOLL_ALGO_DIRECT: pc_build_direct(s, sp); break;
+        case PCOLL_ALGO_SHM: pc_build_shm(s, sp); break;
         default: pc_build_recdbl(s, sp); break;
         }
     }

@@ -16,6 +16,11 @@ typedef struct pc_allreduce_spec {
     pcoll_dtype_t dtype;
     pcoll_op_t op;
     int inplace;      /* the input is already in PC_SLOT_OUT                */
+    /* PCOLL_ALGO_SHM only (shm.c): elements per piece (a slot's worth), and
+     * 1 for the slice path (else the latency path: one piece, every
+     * member adds up all of it) */
+    size_t shm_piece;
+    int shm_slice;
 } pc_allreduce_spec_t;
 
 /* What an allreduce is for decides which algorithms it may use: the one
@@ -53,6 +58,27 @@ void pc_build_recdbl(pc_sched_t *s, const pc_allreduce_spec_t *sp);
 void pc_build_rabenseifner(pc_sched_t *s, const pc_allreduce_spec_t *sp);
 void pc_build_ring(pc_sched_t *s, const pc_allreduce_spec_t *sp);
 void pc_build_direct(pc_sched_t *s, const pc_allreduce_spec_t *sp);
+void pc_build_shm(pc_sched_t *s, const pc_allreduce_spec_t *sp);
+
+/* The node-shared schedule's external slots (pc_sched_external): member i's
+ * slot q (q = 0, 1: the piece's parity within the run), bound per run. */
+static inline uint32_t pc_shm_slot_id(int i, int q) { return (uint32_t)(PC_NUM_BOUND_SLOTS + 2 * i + q); }
+/* Element where member r's slice of a piece of `count` elements of es bytes
+ * begins on the slice path (r = n: the end): whole cache lines, so that no
+ * two members write the same line. */
+static inline size_t pc_shm_slice_start(size_t count, size_t es, int r, int n)
+{
+    if (r == n) return count;
+    size_t per_line = 64 / es, lines = count / per_line;
+    return lines * (size_t)r / (size_t)n * per_line;
+}
+
+/* Barriers per run of the node-shared schedule. */
+static inline int pc_shm_barriers(const pc_allreduce_spec_t *sp)
+{
+    size_t pieces = sp->count ? (sp->count + sp->shm_piece - 1) / sp->shm_piece : 0;
+    return sp->shm_slice ? 2 * (int)pieces : sp->count ? 1 : 0;
+}
 
 /*
  * Folding a group of n ranks onto p = 2^k survivors (the largest power of two

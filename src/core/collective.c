@@ -29,6 +29,7 @@
 #include "op.h"
 #include "plan.h"
 #include "shm_allreduce.h"
+#include "shm_group.h"
 #include "stall.h"
 
 /* Built schedules are kept for reuse while they fit in these bounds. */
@@ -149,7 +150,10 @@ void pc_requests_clear(pcoll_t *ctx)
         ctx->zombies = r->next;
         /* a schedule whose messages are still out (a send to a rank that
          * never received it) is left alone: MPI may still read it */
-        if (r->b.sched && !pc_sched_running(r->b.sched)) pc_built_free(&r->b);
+        if (r->b.sched && !pc_sched_running(r->b.sched)) {
+            pc_built_free(&r->b);
+            pc_shm_group_close(r->shm); /* nothing of the schedule runs any more */
+        }
         free(r->send_bases);
         free(r);
     }
@@ -239,7 +243,7 @@ int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count
     if (rc != PCOLL_SUCCESS) return rc;
     int world = group == NULL && !plan;
     pc_op_args_t a = {ctx->size, ctx->rank, count, dtype, op, PCOLL_ALGO_AUTO,
-                      sendbuf == PCOLL_IN_PLACE || sendbuf == recvbuf};
+                      sendbuf == PCOLL_IN_PLACE || sendbuf == recvbuf, 0, 0};
     pc_group_t *g = NULL;
     pc_built_t b;
     int have = 0, claimed = 0; /* a schedule; the identity */
@@ -250,6 +254,7 @@ int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count
     if (!world) rc = take_group(ctx, group, group_size, fn, &g, &a);
     if (rc == PCOLL_SUCCESS) {
         a.algo = algo != PCOLL_ALGO_AUTO ? algo : pc_ctx_algo(ctx, PC_USE_CALL, count * pcoll_dtype_size(dtype), a.n);
+        if (a.algo == PCOLL_ALGO_SHM) pc_shm_shape(ctx, count, dtype, a.n, &a.shm_piece, &a.shm_slice);
         have = !plan && cache_take(ctx, &a, &b);
         claimed = have && world;
         if (claimed) rc = claim_identity(ctx, world, plan, g, req, fn);

@@ -232,6 +232,7 @@ static int init_tables(pcoll_t *ctx, pc_config_t *cfg, const char *fn)
     atomic_init(&ctx->stall_warn_s, cfg->stall_warn_s);
     atomic_init(&ctx->timeout_s, cfg->timeout_s);
     ctx->partial_shm_bytes = cfg->partial_shm_bytes;
+    ctx->shm_sizes = (pc_shm_sizes_t){cfg->shm_allreduce_bytes, cfg->shm_slice_bytes, cfg->shm_chunk_bytes};
     if (cfg->tuning.nrows > 0 && rc == PCOLL_SUCCESS) {
         if ((ctx->tuning = malloc(sizeof *ctx->tuning)))
             memcpy(ctx->tuning, &cfg->tuning, sizeof *ctx->tuning);
@@ -269,8 +270,7 @@ static int init_engine(pcoll_t *ctx, const pc_config_t *cfg, const char *fn)
     if (pc_engine_post(ctx->engine, open_task, ctx) != PCOLL_SUCCESS)
         open_task(ctx->engine, ctx); /* no memory for the task: the progress thread is idle, nothing races */
     pc_engine_wait(ctx->engine, nothing_inflight, ctx);
-    pc_shm_allreduce_sizes_t sizes = {cfg->shm_allreduce_bytes, cfg->shm_slice_bytes, cfg->shm_chunk_bytes};
-    if ((rc = pc_agree_step(&over, fn, pc_shm_allreduce_open(ctx, &sizes))) != PCOLL_SUCCESS)
+    if ((rc = pc_agree_step(&over, fn, pc_shm_allreduce_open(ctx))) != PCOLL_SUCCESS)
         return rc;
     int mrc = MPI_Barrier(ctx->comm);
     return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : pc_mpi_error(mrc, fn, "MPI_Barrier");

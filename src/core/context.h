@@ -37,6 +37,13 @@ typedef struct pc_world_ops {
  * begins (delta 1) and ends (-1), naming the object the call is about (its
  * id and channel, 0 for none), only while some live object wants to know.
  */
+/* The node-shared allreduce's settings (shm_allreduce.h). */
+typedef struct pc_shm_sizes {
+    size_t max_bytes;   /* PCOLL_SHM_ALLREDUCE_BYTES: the largest message (0: never) */
+    size_t slice_bytes; /* PCOLL_SHM_SLICE_BYTES: the latency path while (n - 1) x bytes is within */
+    size_t chunk_bytes; /* PCOLL_SHM_CHUNK_BYTES: a slot's data, a piece of the slice path */
+} pc_shm_sizes_t;
+
 typedef void (*pc_block_hook_t)(pcoll_t *ctx, void *arg, int delta, uint64_t object, uint32_t channel);
 
 struct pcoll_ctx {
@@ -55,6 +62,7 @@ struct pcoll_ctx {
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
     struct pc_shm_allreduce *shm; /* blocking world allreduces in node-shared memory, or NULL */
     pc_tuning_t *tuning;          /* PCOLL_TUNING_FILE's table (agreed), or NULL */
+    pc_shm_sizes_t shm_sizes;     /* node-shared allreduces: blocking calls and plans */
     _Atomic double stall_warn_s, timeout_s;
     pc_tags_t tags;
     pc_engine_t *engine;

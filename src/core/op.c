@@ -9,6 +9,7 @@
 #include "../util/error.h"
 #include "../util/log.h"
 #include "service.h"
+#include "shm_group.h"
 #include "stall.h"
 
 /* ---- schedules and their peers ---- */
@@ -16,7 +17,7 @@
 int pc_built_make(const pc_op_args_t *a, pc_built_t *b)
 {
     memset(b, 0, sizeof *b);
-    pc_allreduce_spec_t spec = {a->n, a->me, a->count, a->dtype, a->op, a->inplace};
+    pc_allreduce_spec_t spec = {a->n, a->me, a->count, a->dtype, a->op, a->inplace, a->shm_piece, a->shm_slice};
     int rc = pc_allreduce_build(&spec, a->algo, &b->sched);
     if (rc != PCOLL_SUCCESS) return rc;
     b->send_peers = malloc(sizeof(int) * (size_t)a->n);
@@ -272,6 +273,7 @@ static void run(pcoll_request_t *req)
         pc_sched_bind_ranks(s, req->group->world ? NULL : req->group->ranks);
         pc_sched_set_tags(s, pc_tag_id_base(&req->ctx->tags, req->my_id), req->send_bases);
     }
+    if (req->shm) pc_shm_group_bind(req->shm, s);
     req->running = 1;
     pc_sched_on_done(s, op_done, req);
     int rc = pc_engine_run(req->ctx->engine, s);

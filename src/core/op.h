@@ -43,6 +43,8 @@ typedef struct pc_op_args {
     pcoll_op_t op;
     pcoll_allreduce_algo_t algo;
     int inplace;
+    size_t shm_piece; /* PCOLL_ALGO_SHM: see algo/allreduce.h */
+    int shm_slice;
 } pc_op_args_t;
 
 /* Builds the schedule of args and its peer lists. */
@@ -71,6 +73,7 @@ struct pcoll_request {
     int persistent;         /* a plan's own request: never freed by wait */
     int outstanding;        /* plan: started, and no wait or test has returned it yet */
     pc_task_t task;
+    struct pc_shm_group *shm; /* a plan's node-shared segment (algo shm), or NULL */
     pcoll_request_t *next;  /* world line, free list, zombies */
 };
 

@@ -25,6 +25,7 @@
 #include "groupmap.h"
 #include "op.h"
 #include "plan.h"
+#include "shm_group.h"
 
 struct pcoll_plan {
     pcoll_t *ctx;
@@ -41,6 +42,7 @@ static void release(pcoll_t *ctx, pcoll_request_t *req)
     pc_groups_put(&ctx->groups, req->group);
     pthread_mutex_unlock(&ctx->lock);
     pc_built_free(&req->b);
+    pc_shm_group_close(req->shm);
     free(req->send_bases);
     free(req);
 }
@@ -48,11 +50,13 @@ static void release(pcoll_t *ctx, pcoll_request_t *req)
 int pcoll_allreduce_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                          pcoll_op_t op, const int *group, int group_size, pcoll_plan_t **out)
 {
-    return pc_plan_init(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, PCOLL_ALGO_AUTO, __func__, out);
+    return pc_plan_init(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, PC_USE_CALL, PCOLL_ALGO_AUTO,
+                        __func__, out);
 }
 
 int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
-                 const int *group, int group_size, pcoll_allreduce_algo_t algo, const char *fn, pcoll_plan_t **out)
+                 const int *group, int group_size, pc_algo_use_t use, pcoll_allreduce_algo_t algo, const char *fn,
+                 pcoll_plan_t **out)
 {
     if (out) *out = NULL;
     int rc = pc_ctx_check(ctx, fn), me;
@@ -66,16 +70,30 @@ int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
     pcoll_plan_t *plan = calloc(1, sizeof *plan);
     pcoll_request_t *req = calloc(1, sizeof *req);
     if (rc == PCOLL_SUCCESS && (!plan || !req)) rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a plan");
+    /* the members agree on the arguments and on the path before they map
+     * a segment together (its size follows from them) */
+    int n = group ? group_size : ctx->size;
+    int shm = rc == PCOLL_SUCCESS && algo == PCOLL_ALGO_AUTO && pc_shm_group_takes(ctx, group, n, count, dtype, use);
+    pc_agree_field_t fields[] = {{"count", (int64_t)count, 1, NULL},
+                                 {"dtype", (int64_t)dtype, 1, NULL},
+                                 {"op", (int64_t)op, 1, NULL},
+                                 {"node-shared path (a forced algorithm or settings differ)", shm, 1, NULL}};
     pc_agree_over_t members = pc_agree_group(ctx, group, group_size);
-    if ((rc = pc_agree_step(&members, fn, rc)) == PCOLL_SUCCESS) {
+    pc_shm_group_t *seg = NULL;
+    if ((rc = pc_agree(&members, fn, rc, -1, fields, 4, PCOLL_ERR_ARG)) == PCOLL_SUCCESS) {
         req->ctx = ctx;
+        pc_shm_group_open(ctx, group, n, me, count, dtype, shm, &seg);
+        if (seg) algo = PCOLL_ALGO_SHM;
+        else if (algo == PCOLL_ALGO_AUTO && use != PC_USE_CALL) algo = pc_ctx_algo(ctx, use, count * pcoll_dtype_size(dtype), n);
         rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, algo, fn, req);
     }
     if (rc != PCOLL_SUCCESS) {
+        pc_shm_group_close(seg);
         free(plan);
         free(req);
         return rc;
     }
+    req->shm = seg;
     req->persistent = 1;
     plan->ctx = ctx;
     plan->req = req;

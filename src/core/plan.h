@@ -4,10 +4,15 @@
 
 #include "pcoll.h"
 
-/* pcoll_allreduce_init with a given algorithm (PCOLL_ALGO_AUTO: the
- * context's choice); errors name fn. */
+#include "../algo/allreduce.h"
+
+/* pcoll_allreduce_init for a use (algo/allreduce.h): with algo
+ * PCOLL_ALGO_AUTO the node-shared path where the members share a node
+ * (shm_group.h), else the context's choice for the use; or the algorithm
+ * given.  Errors name fn. */
 int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
-                 const int *group, int group_size, pcoll_allreduce_algo_t algo, const char *fn, pcoll_plan_t **plan);
+                 const int *group, int group_size, pc_algo_use_t use, pcoll_allreduce_algo_t algo, const char *fn,
+                 pcoll_plan_t **plan);
 
 /* Completes *req as pcoll_wait does, except that an operation not complete
  * yet is given up at once, as after a timeout (PCOLL_ERR_TIMEOUT): for a

@@ -76,8 +76,6 @@ typedef struct slot {
 struct pc_shm_allreduce {
     pc_nodemem_t mem;
     size_t max_bytes;   /* messages up to this size take the path */
-    size_t slice_bytes; /* from above this size, the slice path */
-    size_t chunk;       /* data bytes per slot */
     size_t stride;      /* bytes per slot */
     uint64_t use;       /* slot uses so far (the application thread, one
                            call at a time, as for any collective) */
@@ -106,8 +104,30 @@ static slot_t *slot_of(const struct pc_shm_allreduce *sh, int rank, uint64_t use
 
 static char *data_of(slot_t *s) { return (char *)s + HEAD; }
 
-int pc_shm_allreduce_open(pcoll_t *ctx, const pc_shm_allreduce_sizes_t *sizes)
+/* A slot's data bytes: the latency path's largest message and a piece of
+ * the slice path's, within the largest message. */
+static size_t slot_bytes(const pc_shm_sizes_t *z)
 {
+    size_t slot = z->chunk_bytes > z->slice_bytes ? z->chunk_bytes : z->slice_bytes;
+    return slot < z->max_bytes ? slot : z->max_bytes;
+}
+
+void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, size_t *piece, int *slice)
+{
+    const pc_shm_sizes_t *z = &ctx->shm_sizes;
+    size_t es = pcoll_dtype_size(dtype), bytes = count * es, slot = slot_bytes(z);
+    /* the latency path reads n x the message at every rank, the slice path
+     * about 3.5 x plus a second barrier: the latency path while the bytes
+     * the slice path would save, (n - 1) x bytes roughly, stay within
+     * PCOLL_SHM_SLICE_BYTES (measured: the crossing lies near 64 KiB at 4
+     * ranks and near 4 KiB at 16) */
+    *slice = bytes > slot || bytes > z->slice_bytes / (size_t)(n - 1);
+    *piece = *slice ? slot / es : count > 0 ? count : 1;
+}
+
+int pc_shm_allreduce_open(pcoll_t *ctx)
+{
+    const pc_shm_sizes_t *sizes = &ctx->shm_sizes;
     /* the same at every rank: the node map, the settings (agreed), the
      * doorbells' reach (checked by the nodemem agreement below) */
     int use = sizes->max_bytes > 0 && ctx->size >= 2 && ctx->nodes.count == 1;
@@ -116,8 +136,7 @@ int pc_shm_allreduce_open(pcoll_t *ctx, const pc_shm_allreduce_sizes_t *sizes)
     use = use && sh;
     /* a slot holds the latency path's largest message and a piece of the
      * slice path's */
-    size_t chunk = sizes->chunk_bytes > sizes->slice_bytes ? sizes->chunk_bytes : sizes->slice_bytes;
-    if (chunk > sizes->max_bytes) chunk = sizes->max_bytes;
+    size_t chunk = slot_bytes(sizes);
     size_t stride = (HEAD + chunk + LINE - 1) / LINE * LINE;
     pc_nodemem_t mem;
     /* collective over every rank: none gets a segment unless all ask */
@@ -129,8 +148,6 @@ int pc_shm_allreduce_open(pcoll_t *ctx, const pc_shm_allreduce_sizes_t *sizes)
     }
     sh->mem = mem;
     sh->max_bytes = sizes->max_bytes;
-    sh->slice_bytes = sizes->slice_bytes;
-    sh->chunk = chunk;
     sh->stride = stride;
     sh->arrivals = (_Atomic uint64_t *)((char *)mem.seg[0] + LINE + 2 * stride);
     atomic_flag_clear(&sh->busy);
@@ -288,20 +305,11 @@ static int latency_path(pcoll_t *ctx, const void *in, void *out, size_t count, p
     return rc;
 }
 
-/* Element where rank r's slice of a piece of `count` begins (r = n: the
- * end): whole cache lines, so that no two ranks write the same line. */
-static size_t slice_start(size_t count, size_t es, int r, int n)
-{
-    if (r == n) return count;
-    size_t per_line = LINE / es, lines = count / per_line;
-    return lines * (size_t)r / (size_t)n * per_line;
-}
-
 static int slice_path(pcoll_t *ctx, const void *in, void *out, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
-                      const char *fn)
+                      size_t per_piece, const char *fn)
 {
     struct pc_shm_allreduce *sh = ctx->shm;
-    size_t es = pcoll_dtype_size(dtype), bytes = count * es, per_piece = sh->chunk / es;
+    size_t es = pcoll_dtype_size(dtype), bytes = count * es;
     int n = ctx->size, me = ctx->rank, rc;
     for (size_t first = 0; first < count; first += per_piece) {
         size_t piece = count - first < per_piece ? count - first : per_piece;
@@ -310,27 +318,17 @@ static int slice_path(pcoll_t *ctx, const void *in, void *out, size_t count, pco
         put(sh, me, u, (const char *)in + first * es, piece * es, bytes, dtype, op);
         if ((rc = barrier(ctx, bytes, fn)) != PCOLL_SUCCESS) return rc;
         if (first == 0 && (rc = same_call(ctx, u, fn)) != PCOLL_SUCCESS) return rc;
-        size_t lo = slice_start(piece, es, me, n), hi = slice_start(piece, es, me + 1, n);
+        size_t lo = pc_shm_slice_start(piece, es, me, n), hi = pc_shm_slice_start(piece, es, me + 1, n);
         add_up(ctx, u, lo * es, dst + lo * es, hi - lo, dtype, op);
         memcpy(data_of(slot_of(sh, me, u)) + lo * es, dst + lo * es, (hi - lo) * es);
         if ((rc = barrier(ctx, bytes, fn)) != PCOLL_SUCCESS) return rc;
         for (int r = 0; r < n; r++) {
             if (r == me) continue;
-            size_t a = slice_start(piece, es, r, n), b = slice_start(piece, es, r + 1, n);
+            size_t a = pc_shm_slice_start(piece, es, r, n), b = pc_shm_slice_start(piece, es, r + 1, n);
             memcpy(dst + a * es, data_of(slot_of(sh, r, u)) + a * es, (b - a) * es);
         }
     }
     return PCOLL_SUCCESS;
-}
-
-/* The latency path reads n x the message at every rank, the slice path
- * about 3.5 x plus a second barrier: the latency path while the bytes the
- * slice path would save, (n - 1) x bytes roughly, stay within
- * PCOLL_SHM_SLICE_BYTES (measured: the crossing lies near 64 KiB at 4 ranks
- * and near 4 KiB at 16). */
-static int latency_wins(const struct pc_shm_allreduce *sh, size_t bytes, int n)
-{
-    return bytes <= sh->slice_bytes / (size_t)(n - 1);
 }
 
 int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
@@ -345,14 +343,16 @@ int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
     pthread_mutex_unlock(&ctx->lock);
     const void *in = sendbuf == PCOLL_IN_PLACE ? recvbuf : sendbuf;
     ctx->shm->call_phase = ctx->shm->phase + 1;
-    int rc;
+    size_t piece;
+    int slice, rc;
+    pc_shm_shape(ctx, count, dtype, ctx->size, &piece, &slice);
     if (broken)
         rc = pc_error(PCOLL_ERR_STATE, fn,
                       "an earlier operation on all ranks timed out at this rank: the ranks are out of step");
-    else if (count == 0 || latency_wins(ctx->shm, count * pcoll_dtype_size(dtype), ctx->size))
+    else if (!slice)
         rc = latency_path(ctx, in, recvbuf, count, dtype, op, fn);
     else
-        rc = slice_path(ctx, in, recvbuf, count, dtype, op, fn);
+        rc = slice_path(ctx, in, recvbuf, count, dtype, op, piece, fn);
     atomic_flag_clear(&ctx->shm->busy);
     return rc;
 }

@@ -7,10 +7,12 @@
  * Used by pcoll_allreduce (blocking, all ranks, no forced algorithm) when
  * the context has the segment (pcoll_init made it: every rank on one node,
  * PCOLL_SHM_ALLREDUCE_BYTES > 0, shared memory and doorbells at hand) and
- * the message is at most PCOLL_SHM_ALLREDUCE_BYTES.  Nonblocking calls,
- * plans and groups keep the message algorithms.  Its sums are those of the
- * direct algorithm, bit for bit (the n vectors added in rank order at every
- * rank), on either path.
+ * the message is at most PCOLL_SHM_ALLREDUCE_BYTES.  Persistent plans whose
+ * members share a node run the same layout as a schedule (algo/shm.c, in
+ * a segment of their own: shm_group.h); nonblocking calls and group calls
+ * keep the message algorithms.  Its sums are those of the direct algorithm,
+ * bit for bit (the n vectors added in rank order at every rank), on either
+ * path.
  */
 #ifndef PC_CORE_SHM_ALLREDUCE_H
 #define PC_CORE_SHM_ALLREDUCE_H
@@ -19,16 +21,17 @@
 
 #include "context.h"
 
-typedef struct pc_shm_allreduce_sizes {
-    size_t max_bytes;   /* PCOLL_SHM_ALLREDUCE_BYTES: the largest message (0: no path) */
-    size_t slice_bytes; /* PCOLL_SHM_SLICE_BYTES: larger messages take the slice path */
-    size_t chunk_bytes; /* PCOLL_SHM_CHUNK_BYTES: a slot's data, a piece of the slice path */
-} pc_shm_allreduce_sizes_t;
+/* Collective over the context's ranks (pcoll_init, after the engine, with
+ * ctx->shm_sizes set): ctx->shm is set when every rank can take the path,
+ * else left NULL.  PCOLL_SUCCESS, or an MPI failure. */
+int pc_shm_allreduce_open(pcoll_t *ctx);
 
-/* Collective over the context's ranks (pcoll_init, after the engine):
- * ctx->shm is set when every rank can take the path, else left NULL.
- * PCOLL_SUCCESS, or an MPI failure. */
-int pc_shm_allreduce_open(pcoll_t *ctx, const pc_shm_allreduce_sizes_t *sizes);
+/* The shape of a node-shared allreduce of count x dtype among n members,
+ * the same for the blocking path and for plans' schedules: *slice = 1 for
+ * the slice path (the message is larger than a slot, or (n - 1) x bytes is
+ * above PCOLL_SHM_SLICE_BYTES), *piece = elements per piece (the slot's
+ * worth; the whole message on the latency path, at least 1). */
+void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, size_t *piece, int *slice);
 /* Collective (at finalize, and when pcoll_init fails after opening it). */
 void pc_shm_allreduce_close(pcoll_t *ctx);
 

@@ -14,6 +14,7 @@
 #include "../util/error.h"
 #include "../util/log.h"
 #include "doorbell.h"
+#include "nodebar.h"
 
 /* MPI counts are int: larger messages go out as several requests. */
 #define PC_CHUNK_BYTES ((size_t)1 << 30)
@@ -52,6 +53,14 @@ typedef struct keyed {
     void *arg;
 } keyed_t;
 
+/* A barrier step waiting for the other members (nodebar.h). */
+typedef struct waiting_barrier {
+    pc_sched_t *sched;
+    int step;
+    uint64_t p;    /* the barrier's number */
+    int abandoned; /* status to complete it with (its run was abandoned), or 0 */
+} waiting_barrier_t;
+
 struct pc_engine {
     MPI_Comm comm;      /* schedules' messages */
     MPI_Comm ctrl_comm; /* messages with callbacks (control) */
@@ -83,6 +92,9 @@ struct pc_engine {
     owner_t *owners;
     int nreqs, capreqs;
     int nactive; /* outstanding requests that are not listeners */
+    waiting_barrier_t *bars; /* barrier steps not reached yet: operations in
+                                flight as much as requests (nactive) */
+    int nbars, capbars;
     int nabandoned; /* outstanding requests of abandoned runs */
     uint32_t ctrl_received; /* control messages the listeners got */
     int kick_did;           /* what the keyed pollers of this look did */
@@ -195,9 +207,55 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
 
 void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status);
 
+/* A barrier step: arrive (the last to come wakes every other member's
+ * holder), then wait for the others in the list that every look tests. */
+static int issue_barrier(pc_engine_t *e, pc_sched_t *s, int step)
+{
+    pc_nodebar_t *b = pc_sched_bound_barrier(s);
+    uint64_t p = pc_sched_step_barrier(s, step);
+    if (pc_nodebar_arrive(b, p))
+        for (int i = 0; i < b->n; i++)
+            if (i != b->me) pc_engine_nudge(e, pc_nodebar_rank(b, i));
+    if (pc_nodebar_reached(b, p)) {
+        pc_sched_step_done(s, step, PCOLL_SUCCESS, &e->issuer); /* queues its successors (drain runs them) */
+        return PCOLL_SUCCESS;
+    }
+    if (e->nbars == e->capbars) {
+        int cap = e->capbars ? 2 * e->capbars : 16;
+        waiting_barrier_t *nb = realloc(e->bars, sizeof *nb * (size_t)cap);
+        if (!nb) {
+            snprintf(e->msg_error, sizeof e->msg_error, "no memory to wait for a node-shared barrier");
+            return PCOLL_ERR_NOMEM;
+        }
+        e->bars = nb;
+        e->capbars = cap;
+    }
+    e->bars[e->nbars++] = (waiting_barrier_t){s, step, p, 0};
+    return PCOLL_SUCCESS;
+}
+
+/* Completes the barrier steps whose members all arrived (or whose run was
+ * abandoned).  Completing one may issue more (appended here). */
+static int test_barriers(pc_engine_t *e)
+{
+    int did = 0;
+    for (int i = 0; i < e->nbars;) {
+        waiting_barrier_t w = e->bars[i];
+        if (!w.abandoned && !pc_nodebar_reached(pc_sched_bound_barrier(w.sched), w.p)) {
+            i++;
+            continue;
+        }
+        e->bars[i] = e->bars[--e->nbars];
+        pc_sched_step_done(w.sched, w.step, w.abandoned, &e->issuer);
+        did++;
+    }
+    return did;
+}
+
 static int issue_step(void *self, pc_sched_t *s, int step)
 {
     pc_engine_t *e = self;
+    if (pc_sched_step_kind(s, step) == PC_STEP_BARRIER) return issue_barrier(e, s, step);
     owner_t o = {.sched = s, .step = step, .send_to = -1};
     int is_send = pc_sched_step_kind(s, step) == PC_STEP_SEND;
     int t = pc_sched_step_tag(s, step, e->tags.step_mask);
@@ -224,6 +282,8 @@ void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status)
 {
     if (!pc_sched_running(s)) return;
     pc_sched_abort(s, status);
+    for (int i = 0; i < e->nbars; i++) /* completed at the next look */
+        if (e->bars[i].sched == s) e->bars[i].abandoned = status;
     /* receives can be withdrawn; sends complete or not, as MPI decides:
      * neither keeps the engine busy (or pcoll_finalize waiting) any more */
     for (int i = 0; i < e->nreqs; i++) {
@@ -438,7 +498,9 @@ static int must_poll(pc_engine_t *e)
 /* How long the thread may sleep when it found nothing to do. */
 static long sleep_timeout_us(pc_engine_t *e, int *pause_us)
 {
-    if (e->nreqs == 0) return -1; /* nothing can arrive: until posted to */
+    /* nothing can arrive: until posted to, or rung (the last member to
+     * reach a barrier rings every other member) */
+    if (e->nreqs == 0) return -1;
     if (!must_poll(e)) return 20000; /* only listeners, every sender rings: a safety net */
     long t = *pause_us; /* growing pauses */
     int cap = atomic_load(&e->max_sleep_us);
@@ -478,6 +540,7 @@ static int look(pc_engine_t *e, driver_t *d)
     int did = 0;
     if (atomic_load(&e->qlen)) did += run_tasks(e);
     if (e->nreqs && must_poll(e)) did += test_requests(e);
+    if (e->nbars) did += test_barriers(e);
     e->kick_did = 0;
     pc_doorbell_take_kicks(e->bells, run_kicked, e);
     did += e->kick_did;
@@ -492,7 +555,7 @@ static int look(pc_engine_t *e, driver_t *d)
  * operation in flight is polled much longer than idle listeners. */
 static int keep_looking(pc_engine_t *e, const driver_t *d)
 {
-    int limit = e->nactive ? atomic_load(&e->active_spin_us) : atomic_load(&e->idle_spin_us);
+    int limit = e->nactive || e->nbars ? atomic_load(&e->active_spin_us) : atomic_load(&e->idle_spin_us);
     double t = now_us();
     return t - d->last_work < (double)limit || (e->nreqs && t - d->rung < PC_RING_SPIN_US);
 }
@@ -518,7 +581,8 @@ static void app_gives_token(pc_engine_t *e)
 {
     pc_doorbell_set_holder(e->bells, PC_SLEEPER_THREAD);
     uint32_t looked = e->looked_seq; /* the holder's fields: read while we hold it */
-    int wake = must_poll(e) || atomic_load(&e->qlen) > 0 || (e->thread_sleeps_forever && e->nreqs > 0);
+    int wake = must_poll(e) || e->nbars > 0 || atomic_load(&e->qlen) > 0 ||
+               (e->thread_sleeps_forever && e->nreqs > 0);
     atomic_store(&e->token, TOKEN_FREE);
     if (wake || pc_doorbell_seq(e->bells) != looked) pc_doorbell_wake_thread(e->bells);
     if (atomic_load(&e->nwaiters)) pc_engine_notify(e); /* another waiter may take over */
@@ -546,7 +610,7 @@ static void *progress_main(void *arg)
         int sleep = 0;
         while (!atomic_load(&e->app_wants)) {
             if (look(e, &d)) continue;
-            if (atomic_load(&e->stop) && e->nactive == 0 && !atomic_load(&e->qlen)) {
+            if (atomic_load(&e->stop) && e->nactive == 0 && e->nbars == 0 && !atomic_load(&e->qlen)) {
                 thread_gives_token(e);
                 return NULL;
             }
@@ -562,7 +626,7 @@ static void *progress_main(void *arg)
             continue;
         }
         long timeout = sleep_timeout_us(e, &d.pause_us);
-        pc_sleep_mode_t mode = e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE;
+        pc_sleep_mode_t mode = e->nactive || e->nbars ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE;
         uint32_t seq = e->looked_seq;
         e->thread_sleeps_forever = timeout < 0;
         atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
@@ -635,6 +699,7 @@ void pc_engine_destroy(pc_engine_t *e)
     if (e->nreqs) PC_DEBUG("engine: %d receives cancelled, %d sends let go at shutdown", e->nreqs - left, left);
     free(e->reqs);
     free(e->owners);
+    free(e->bars);
     free(e->idx);
     free(e->statuses);
     free(e->done_owners);
@@ -727,7 +792,7 @@ static int app_drives(pc_engine_t *e, pc_pred_fn pred, void *arg, double timeout
         atomic_fetch_add_explicit(&e->n_sleeps, 1, memory_order_relaxed);
         long timeout = sleep_timeout_us(e, &d.pause_us);
         if (deadline >= 0 && (timeout < 0 || (double)timeout > deadline - now)) timeout = (long)(deadline - now) + 1;
-        pc_doorbell_sleep(e->bells, e->looked_seq, timeout, e->nactive ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE,
+        pc_doorbell_sleep(e->bells, e->looked_seq, timeout, e->nactive || e->nbars ? PC_SLEEP_ACTIVE : PC_SLEEP_IDLE,
                           PC_SLEEPER_APP);
         /* a ring may be for another application thread waiting on a
          * predicate of its own (wait_notified): let it look again */

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nodebar.h"
 #include "reduce.h"
+
+#define EXTERNAL SIZE_MAX /* slot_bytes of a slot bound per run (not owned) */
 
 typedef struct step {
     uint8_t kind;
@@ -55,6 +58,7 @@ struct pc_sched {
     int recv_base;
     const int *send_bases; /* by group index, or NULL */
     const int *ranks;      /* group index -> rank, or NULL */
+    struct pc_nodebar *barrier; /* barrier steps' members, or NULL */
     pc_sched_done_fn on_done;
     void *done_arg;
 };
@@ -95,6 +99,7 @@ void pc_sched_free(pc_sched_t *s)
 {
     if (!s) return;
     for (int i = PC_NUM_BOUND_SLOTS; i < s->nslots; i++) {
+        if (s->slot_bytes[i] == EXTERNAL) continue;
         if (s->slots[i]) atomic_fetch_sub(&live_scratch, 1);
         free(s->slots[i]);
     }
@@ -129,6 +134,13 @@ int pc_sched_scratch(pc_sched_t *s, size_t bytes)
     s->slots[s->nslots] = NULL;
     s->slot_bytes[s->nslots] = bytes;
     return s->nslots++;
+}
+
+int pc_sched_external(pc_sched_t *s)
+{
+    int slot = pc_sched_scratch(s, 0);
+    if (slot >= 0) s->slot_bytes[slot] = EXTERNAL;
+    return slot;
 }
 
 static int add_step(pc_sched_t *s, pc_step_kind_t kind)
@@ -206,6 +218,15 @@ int pc_sched_copy(pc_sched_t *s, pc_ref_t dst, pc_ref_t src, size_t bytes)
 }
 
 int pc_sched_nop(pc_sched_t *s) { return add_step(s, PC_STEP_NOP); }
+
+int pc_sched_barrier(pc_sched_t *s, int index)
+{
+    int i = add_step(s, PC_STEP_BARRIER);
+    if (i < 0) return -1;
+    if (index < 1) return fail(s, PCOLL_ERR_INTERNAL);
+    s->steps[i].tagstep = index;
+    return i;
+}
 
 int pc_sched_callback(pc_sched_t *s, pc_step_fn fn, void *arg)
 {
@@ -298,7 +319,7 @@ int pc_sched_commit(pc_sched_t *s)
     if (acyclic(s) != 0) return s->err = PCOLL_ERR_INTERNAL;
     for (int i = PC_NUM_BOUND_SLOTS; i < s->nslots; i++) {
         size_t bytes = s->slot_bytes[i];
-        if (bytes == 0) continue;
+        if (bytes == 0 || bytes == EXTERNAL) continue;
         /* 64-byte alignment keeps the reduce kernels on whole vectors */
         size_t rounded = (bytes + 63) & ~(size_t)63;
         if (!(s->slots[i] = aligned_alloc(64, rounded))) return s->err = PCOLL_ERR_NOMEM;
@@ -311,7 +332,16 @@ int pc_sched_commit(pc_sched_t *s)
 
 void pc_sched_bind(pc_sched_t *s, uint32_t slot, void *ptr)
 {
-    if (slot < PC_NUM_BOUND_SLOTS) s->slots[slot] = ptr;
+    if (slot < PC_NUM_BOUND_SLOTS || (slot < (uint32_t)s->nslots && s->slot_bytes[slot] == EXTERNAL))
+        s->slots[slot] = ptr;
+}
+
+void pc_sched_bind_barrier(pc_sched_t *s, struct pc_nodebar *b) { s->barrier = b; }
+struct pc_nodebar *pc_sched_bound_barrier(const pc_sched_t *s) { return s->barrier; }
+
+uint64_t pc_sched_step_barrier(const pc_sched_t *s, int step)
+{
+    return s->barrier->base + (uint64_t)s->steps[step].tagstep;
 }
 
 void pc_sched_on_done(pc_sched_t *s, pc_sched_done_fn fn, void *arg)
@@ -328,8 +358,11 @@ static void complete(pc_sched_t *s, int i, int status)
     st->done = 1;
     s->ndone++;
     if (status != PCOLL_SUCCESS)
-        pc_sched_fail_run(s, status, "%s of step %d failed: %s", st->kind == PC_STEP_SEND ? "a send" : "a receive", i,
-                          pcoll_strerror(status));
+        pc_sched_fail_run(s, status, "%s of step %d failed: %s",
+                          st->kind == PC_STEP_SEND   ? "a send"
+                          : st->kind == PC_STEP_RECV ? "a receive"
+                                                     : "a node-shared barrier",
+                          i, pcoll_strerror(status));
     for (int k = 0; k < st->nsucc; k++) {
         step_t *nx = &s->steps[s->succ[st->succ_off + k]];
         nx->left--;
@@ -366,7 +399,7 @@ static void drain(pc_sched_t *s, const pc_issuer_t *iss)
         pc_step_kind_t kind = (pc_step_kind_t)s->steps[i].kind;
         if (s->aborted) {
             complete(s, i, PCOLL_SUCCESS); /* the run's status is set already */
-        } else if (kind == PC_STEP_SEND || kind == PC_STEP_RECV) {
+        } else if (kind == PC_STEP_SEND || kind == PC_STEP_RECV || kind == PC_STEP_BARRIER) {
             int rc = iss->post(iss->self, s, i);
             if (rc != PCOLL_SUCCESS) complete(s, i, rc);
         } else {

@@ -36,7 +36,10 @@ typedef enum pc_step_kind {
     PC_STEP_SCALE,    /* dst /= divisor (average)                */
     PC_STEP_COPY,     /* dst = a, bytes                          */
     PC_STEP_NOP,
-    PC_STEP_CALLBACK  /* fn(s, arg) on the thread running the schedule */
+    PC_STEP_CALLBACK, /* fn(s, arg) on the thread running the schedule */
+    PC_STEP_BARRIER   /* node-shared barrier (engine/nodebar.h): posted to
+                         the issuer like a message, done when every member
+                         arrived */
 } pc_step_kind_t;
 
 /* A place in one of the schedule's buffer slots. */
@@ -73,6 +76,9 @@ void pc_sched_free(pc_sched_t *s);
 
 /* ---- building ---- */
 int pc_sched_scratch(pc_sched_t *s, size_t bytes); /* returns a slot id */
+/* A slot of memory the schedule does not own (node-shared segments), bound
+ * for each run with pc_sched_bind like PC_SLOT_IN; returns its id. */
+int pc_sched_external(pc_sched_t *s);
 int pc_sched_send(pc_sched_t *s, pc_ref_t buf, size_t bytes, int peer, int tagstep);
 int pc_sched_recv(pc_sched_t *s, pc_ref_t buf, size_t bytes, int peer, int tagstep);
 int pc_sched_reduce(pc_sched_t *s, pc_ref_t dst, pc_ref_t a, pc_ref_t b, size_t count,
@@ -81,6 +87,9 @@ int pc_sched_scale(pc_sched_t *s, pc_ref_t dst, size_t count, pcoll_dtype_t dtyp
 int pc_sched_copy(pc_sched_t *s, pc_ref_t dst, pc_ref_t src, size_t bytes);
 int pc_sched_nop(pc_sched_t *s);
 int pc_sched_callback(pc_sched_t *s, pc_step_fn fn, void *arg);
+/* Barrier `index` (1, 2, ... within a run) of the members bound with
+ * pc_sched_bind_barrier: the run's barrier base + index. */
+int pc_sched_barrier(pc_sched_t *s, int index);
 /* `after` waits for `before`. Negative ids (from an earlier failure) are ignored. */
 void pc_sched_dep(pc_sched_t *s, int before, int after);
 void pc_sched_set_or(pc_sched_t *s, int step);
@@ -90,7 +99,14 @@ void pc_sched_fail(pc_sched_t *s, int status);
 int pc_sched_commit(pc_sched_t *s);
 
 /* ---- running ---- */
+/* PC_SLOT_IN, PC_SLOT_OUT or an external slot. */
 void pc_sched_bind(pc_sched_t *s, uint32_t slot, void *ptr);
+/* The barrier of the next runs' barrier steps (must outlive them). */
+struct pc_nodebar;
+void pc_sched_bind_barrier(pc_sched_t *s, struct pc_nodebar *b);
+struct pc_nodebar *pc_sched_bound_barrier(const pc_sched_t *s);
+/* A barrier step's number for the bound barrier: base + index. */
+uint64_t pc_sched_step_barrier(const pc_sched_t *s, int step);
 void pc_sched_on_done(pc_sched_t *s, pc_sched_done_fn fn, void *arg);
 /* The group map of the next runs: ranks[i] is the rank of group index i
  * (NULL: index i is rank i).  The array must outlive the runs. */

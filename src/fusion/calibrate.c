@@ -113,7 +113,7 @@ static int measure(pcoll_t *ctx, const int *group, int group_size, const pcoll_c
     int reps = c->reps ? c->reps : reps_for(bytes), n = w->n;
     pcoll_plan_t *plan = NULL;
     int rc = pc_plan_init(ctx, PCOLL_IN_PLACE, w->buf, count, PCOLL_FLOAT32, PCOLL_SUM, group, group_size,
-                          pc_ctx_algo(ctx, PC_USE_TREE, count * 4, n), fn, &plan);
+                          PC_USE_TREE, PCOLL_ALGO_AUTO, fn, &plan);
     for (int warm = 0; rc == PCOLL_SUCCESS && warm < 2; warm++) rc = run(plan, fn);
     memset(w->times, 0, sizeof(double) * (size_t)n * (size_t)w->maxreps);
     for (int r = 0; rc == PCOLL_SUCCESS && r < reps; r++) {
@@ -170,7 +170,8 @@ int pcoll_calibrate(pcoll_t *ctx, const int *group, int group_size, const pcoll_
     /* the members start each timed allreduce together: a tiny one first */
     int one = 1, sum = 0;
     pcoll_plan_t *sync = NULL;
-    rc = pc_plan_init(ctx, &one, &sum, 1, PCOLL_INT32, PCOLL_SUM, group, group_size, PCOLL_ALGO_RECDBL, fn, &sync);
+    rc = pc_plan_init(ctx, &one, &sum, 1, PCOLL_INT32, PCOLL_SUM, group, group_size, PC_USE_CALL, PCOLL_ALGO_RECDBL,
+                      fn, &sync);
     size_t bytes = c.min_bytes;
     for (int k = 0; rc == PCOLL_SUCCESS && k < w.nsizes; bytes *= 2, k++)
         rc = measure(ctx, group, group_size, &c, sync, bytes, k, &w, fn);

@@ -237,10 +237,9 @@ int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *gr
     }
     /* every member sets up every bucket (collective plans, each agreed on),
      * in order */
-    int n = group ? group_size : ctx->size;
     for (int k = 0; k < f->nbuckets && rc == PCOLL_SUCCESS; k++)
         rc = pc_plan_init(ctx, PCOLL_IN_PLACE, f->b[k].data, f->b[k].count, dtype, op, group, group_size,
-                          pc_ctx_algo(ctx, PC_USE_TREE, f->b[k].count * f->esize, n), fn, &f->b[k].plan);
+                          PC_USE_TREE, PCOLL_ALGO_AUTO, fn, &f->b[k].plan);
     if (rc != PCOLL_SUCCESS) {
         destroy(f);
         return rc;

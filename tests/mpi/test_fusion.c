@@ -4,7 +4,9 @@
  *     elements, some laid out with gaps and out of order, so that buckets
  *     are staged, some in backprop order without gaps, as a flat buffer
  *     filled by backprop, reduced in place), random float data: each layer's result is bit for bit
- *     pcoll_allreduce of that layer alone with recursive doubling, over
+ *     pcoll_allreduce of that layer alone with recursive doubling (with
+ *     ranks on several nodes; on one node the buckets run in node-shared
+ *     memory, which adds in rank order: the direct algorithm), over
  *     several steps, layers marked ready in backprop order and shuffled;
  *     float64 and AVG too;
  *   - errors: layers out of range or marked twice, a step with a layer
@@ -80,6 +82,9 @@ static const char *strategies[] = {"wfbp", "single", "mgwfbp", "optimal", "fixed
  * recursive-doubling allreduces */
 static void run_layout(pcoll_t *ctx, unsigned long long seed, int mode, pcoll_dtype_t dt, pcoll_op_t op)
 {
+    /* the algorithm that adds every element in the buckets' order */
+    pcoll_allreduce_algo_t same_order =
+        pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_SHM ? PCOLL_ALGO_DIRECT : PCOLL_ALGO_RECDBL;
     size_t es = pcoll_dtype_size(dt);
     layout_t x;
     make_layout(&x, seed, mode, es);
@@ -98,7 +103,7 @@ static void run_layout(pcoll_t *ctx, unsigned long long seed, int mode, pcoll_dt
         for (int step = 0; step < 3; step++) {
             unsigned long long dseed = seed * 1000 + (unsigned long long)step * 100 + (unsigned long long)rank;
             fill(want, x.total, dt, dseed);
-            CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_RECDBL));
+            CHECK_RC(pcoll_set_allreduce_algo(ctx, same_order));
             for (int l = 0; l < x.L; l++)
                 CHECK_RC(pcoll_allreduce(ctx, PCOLL_IN_PLACE, want + x.offset[l] * es, x.count[l], dt, op, NULL, 0));
             CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));

@@ -188,6 +188,118 @@ static void mixed(pcoll_t *ctx)
     free(b);
 }
 
+/* 1 if the ranks of group (n of them) share a node: one machine here, split
+ * into blocks of PCOLL_RANKS_PER_NODE if set */
+static int group_on_one_node(const int *group, int n)
+{
+    const char *per = getenv("PCOLL_RANKS_PER_NODE");
+    int k = per && atoi(per) > 0 ? atoi(per) : size;
+    for (int i = 1; i < n; i++)
+        if (group[i] / k != group[0] / k) return 0;
+    return n >= 2;
+}
+
+/* Persistent plans (all ranks, and the first half of them) take the
+ * node-shared schedule where their members share a node: every start the
+ * bits of the direct algorithm (elsewhere: of the algorithm the plan's rule
+ * picks), across sizes of both paths and several pieces, in place and not,
+ * SUM and AVG, data changing every start; two plans in flight at once,
+ * started in one order and waited for in the other; a rank late in turn. */
+static void plans(pcoll_t *ctx)
+{
+    static const size_t counts[] = {1, 7, 300, 5000, 70001, 150001};
+    int half = size / 2 > 1 ? size / 2 : size, members[64], me_in = rank < half;
+    for (int i = 0; i < size && i < 64; i++) members[i] = i; /* the first n of them: a group of n */
+    char *in = malloc(150001 * 8), *got = malloc(150001 * 8), *want = malloc(150001 * 8);
+    char *in2 = malloc(4096), *got2 = malloc(4096), *want2 = malloc(4096);
+    CHECK(in && got && want && in2 && got2 && want2);
+    for (int grp = 0; grp < 2; grp++) {
+        const int *g = grp ? members : NULL;
+        int n = grp ? half : size;
+        if (grp && !me_in) continue;
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            for (int variant = 0; variant < 3; variant++) {
+                pcoll_dtype_t dt = variant == 2 ? PCOLL_INT64 : PCOLL_FLOAT32;
+                pcoll_op_t op = variant == 1 ? PCOLL_AVG : PCOLL_SUM;
+                int inplace = variant == 1;
+                size_t count = counts[c], bytes = count * pcoll_dtype_size(dt);
+                int shm = group_on_one_node(g ? g : members, g ? n : 0) || (!g && on_one_node() && size >= 2);
+                /* the reference: a blocking group call (never the node-shared
+                 * path itself) with the algorithm of the same sums */
+                pcoll_allreduce_algo_t ref = shm ? PCOLL_ALGO_DIRECT : pcoll_allreduce_algo_for(ctx, bytes, n);
+                if (ref == PCOLL_ALGO_SHM || ref == PCOLL_ALGO_AUTO) ref = PCOLL_ALGO_DIRECT;
+                pcoll_plan_t *plan;
+                CHECK_RC(pcoll_allreduce_init(ctx, inplace ? PCOLL_IN_PLACE : in, got, count, dt, op, g, n, &plan));
+                for (int start = 0; start < 3; start++) {
+                    fill(in, count, dt, (unsigned)(c * 100 + (size_t)variant * 10 + (size_t)start + (size_t)rank * 7 + 1));
+                    CHECK_RC(pcoll_set_allreduce_algo(ctx, ref));
+                    CHECK_RC(pcoll_allreduce(ctx, in, want, count, dt, op, members, n)); /* group form, any n */
+                    CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));
+                    if (inplace) memcpy(got, in, bytes);
+                    pcoll_request_t *req;
+                    CHECK_RC(pcoll_start(plan, &req));
+                    CHECK_RC(pcoll_wait(&req));
+                    CHECK_MSG(memcmp(got, want, bytes) == 0, "plan on %d ranks, %zu x %s %s%s, start %d: not the %s bits",
+                              n, count, pcoll_dtype_name(dt), op == PCOLL_AVG ? "avg" : "sum",
+                              inplace ? " in place" : "", start, pcoll_allreduce_algo_name(ref));
+                }
+                CHECK_RC(pcoll_plan_free(&plan));
+            }
+        /* two plans in flight at once, one late rank in turn */
+        pcoll_plan_t *a, *b;
+        CHECK_RC(pcoll_allreduce_init(ctx, in2, got2, 100, PCOLL_INT64, PCOLL_SUM, g, n, &a));
+        CHECK_RC(pcoll_allreduce_init(ctx, in, got, 70001, PCOLL_INT64, PCOLL_SUM, g, n, &b));
+        for (int k = 0; k < 8; k++) {
+            for (int i = 0; i < 100; i++) ((int64_t *)in2)[i] = rank * 1000 + k + i;
+            for (int i = 0; i < 70001; i++) ((int64_t *)in)[i] = rank + k * 3 + i;
+            if (rank == k % n) usleep(3000);
+            pcoll_request_t *ra, *rb;
+            CHECK_RC(pcoll_start(a, &ra));
+            CHECK_RC(pcoll_start(b, &rb));
+            CHECK_RC(pcoll_wait(&rb));
+            CHECK_RC(pcoll_wait(&ra));
+            int64_t ranks = (int64_t)n * (n - 1) / 2;
+            for (int i = 0; i < 100; i++) CHECK(((int64_t *)got2)[i] == 1000 * ranks + (int64_t)n * (k + i));
+            for (int i = 0; i < 70001; i += 997) CHECK(((int64_t *)got)[i] == ranks + (int64_t)n * (k * 3 + i));
+        }
+        CHECK_RC(pcoll_plan_free(&a));
+        CHECK_RC(pcoll_plan_free(&b));
+    }
+    free(in);
+    free(got);
+    free(want);
+    free(in2);
+    free(got2);
+    free(want2);
+}
+
+/* A start that one rank never makes: the others' waits time out naming it
+ * (the barrier step is abandoned, nothing hangs), the plan can be freed,
+ * and the context goes on. */
+static void plan_start_missed(pcoll_t *ctx)
+{
+    if (size < 2) return;
+    int64_t x = rank, y = 0;
+    pcoll_plan_t *plan;
+    CHECK_RC(pcoll_allreduce_init(ctx, &x, &y, 1, PCOLL_INT64, PCOLL_SUM, NULL, 0, &plan));
+    CHECK_RC(pcoll_set_timeouts(ctx, 0, 1));
+    if (rank != size - 1) {
+        pcoll_log_level_t level = pcoll_get_log_level();
+        pcoll_set_log_level(PCOLL_LOG_NONE);
+        pcoll_request_t *req;
+        CHECK_RC(pcoll_start(plan, &req));
+        int rc = pcoll_wait(&req);
+        pcoll_set_log_level(level);
+        char who[32];
+        snprintf(who, sizeof who, "rank %d", size - 1);
+        CHECK_MSG(rc == PCOLL_ERR_TIMEOUT && strstr(pcoll_last_error(), who), "%d: %s", rc, pcoll_last_error());
+        if (rank == 0) printf("  a plan start that rank %d never makes: %s\n", size - 1, pcoll_last_error());
+    }
+    CHECK_RC(pcoll_plan_free(&plan));
+    CHECK_RC(pcoll_set_timeouts(ctx, 0, 0));
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* one rank late in turn: the others yield, then sleep, and are woken */
 static void late_in_turn(pcoll_t *ctx)
 {
@@ -279,9 +391,11 @@ int main(int argc, char **argv)
     against_direct(ctx);
     back_to_back(ctx, calls);
     mixed(ctx);
+    plans(ctx);
     late_in_turn(ctx);
     token_held_elsewhere(ctx);
     calls_that_differ(ctx, expect);
+    plan_start_missed(ctx); /* last: the world operations are out of step after it */
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0)
         printf("test_shm_allreduce: P=%d, path %s, %ld checks passed\n", size, expect ? "taken" : "absent",

@@ -297,7 +297,7 @@ static void loopback_allreduce(int n, size_t count, pcoll_allreduce_algo_t algo,
         /* simulated rank ranks[g] is group index g */
         int g = 0;
         while (ranks[g] != i) g++;
-        pc_allreduce_spec_t sp = {n, g, count, PCOLL_INT64, op, inplace};
+        pc_allreduce_spec_t sp = {n, g, count, PCOLL_INT64, op, inplace, 0, 0};
         CHECK(pc_allreduce_build(&sp, algo, &net.scheds[i]) == PCOLL_SUCCESS);
         pc_sched_bind_ranks(net.scheds[i], ranks);
         pc_sched_set_tags(net.scheds[i], bases[g], bases);
