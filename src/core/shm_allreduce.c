@@ -54,6 +54,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/nodebar.h"
 #include "../engine/nodemem.h"
 #include "../engine/reduce.h"
 #include "../util/error.h"
@@ -81,7 +82,8 @@ struct pc_shm_allreduce {
                            call at a time, as for any collective) */
     uint64_t phase;     /* barrier phases so far */
     uint64_t call_phase; /* the first barrier of the call in progress */
-    _Atomic uint64_t *arrivals; /* in rank 0's segment */
+    pc_nodebar_t bar;           /* counter: `arrivals` in rank 0's segment */
+    _Atomic uint64_t **arrived; /* each rank's control line */
     int spin;                   /* a CPU per rank: waiting may spin first */
     atomic_flag busy;           /* a call in progress (one thread at a time) */
 };
@@ -133,6 +135,10 @@ int pc_shm_allreduce_open(pcoll_t *ctx)
     int use = sizes->max_bytes > 0 && ctx->size >= 2 && ctx->nodes.count == 1;
     for (int r = 0; use && r < ctx->size; r++) use = pc_engine_can_kick(ctx->engine, r);
     struct pc_shm_allreduce *sh = use ? calloc(1, sizeof *sh) : NULL;
+    if (sh && !(sh->arrived = calloc((size_t)ctx->size, sizeof *sh->arrived))) {
+        free(sh);
+        sh = NULL;
+    }
     use = use && sh;
     /* a slot holds the latency path's largest message and a piece of the
      * slice path's */
@@ -143,13 +149,16 @@ int pc_shm_allreduce_open(pcoll_t *ctx)
     int rc = pc_nodemem_create(ctx->comm, ctx->node_comm, use ? LINE + 2 * stride + LINE : LINE, use, &mem);
     if (rc != PCOLL_SUCCESS || !use) {
         if (rc == PCOLL_SUCCESS) pc_nodemem_destroy(&mem);
+        if (sh) free(sh->arrived);
         free(sh);
         return PCOLL_SUCCESS; /* no path: the message algorithms serve every call */
     }
     sh->mem = mem;
     sh->max_bytes = sizes->max_bytes;
     sh->stride = stride;
-    sh->arrivals = (_Atomic uint64_t *)((char *)mem.seg[0] + LINE + 2 * stride);
+    for (int r = 0; r < ctx->size; r++) sh->arrived[r] = &((control_t *)mem.seg[r])->arrived;
+    sh->bar = (pc_nodebar_t){(_Atomic uint64_t *)((char *)mem.seg[0] + LINE + 2 * stride), sh->arrived, NULL,
+                             ctx->size, ctx->rank, 0};
     atomic_flag_clear(&sh->busy);
     sh->spin = (long)ctx->size <= sysconf(_SC_NPROCESSORS_ONLN); /* the progress threads sleep meanwhile */
     ctx->shm = sh;
@@ -160,6 +169,7 @@ void pc_shm_allreduce_close(pcoll_t *ctx)
 {
     if (!ctx->shm) return;
     pc_nodemem_destroy(&ctx->shm->mem);
+    free(ctx->shm->arrived);
     free(ctx->shm);
     ctx->shm = NULL;
 }
@@ -182,7 +192,7 @@ int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype
 static int all_arrived(void *arg)
 {
     const shm_wait_t *w = arg;
-    return atomic_load(w->ctx->shm->arrivals) >= w->phase * (uint64_t)w->ctx->size;
+    return pc_nodebar_reached(&w->ctx->shm->bar, w->phase);
 }
 
 static void describe(void *arg, pc_stall_probe_t *p)
@@ -192,9 +202,10 @@ static void describe(void *arg, pc_stall_probe_t *p)
     pc_probe_what(p, "allreduce of %zu B in node-shared memory (barrier %llu of it)", w->bytes,
                   (unsigned long long)(w->phase - sh->call_phase + 1));
     for (int r = 0; r < w->ctx->size; r++) {
-        uint64_t at = atomic_load_explicit(&control_of(sh, r)->arrived, memory_order_acquire);
-        if (at < w->phase)
-            pc_probe_suspect(p, r, at < sh->call_phase ? "has not started it" : "has not reached that barrier",
+        if (pc_nodebar_missing(&sh->bar, r, w->phase))
+            pc_probe_suspect(p, r,
+                             pc_nodebar_missing(&sh->bar, r, sh->call_phase) ? "has not started it"
+                                                                               : "has not reached that barrier",
                              PC_WHY_CAUSE);
     }
 }
@@ -239,8 +250,7 @@ static int barrier(pcoll_t *ctx, size_t bytes, const char *fn)
 {
     struct pc_shm_allreduce *sh = ctx->shm;
     uint64_t p = ++sh->phase;
-    atomic_store_explicit(&control_of(sh, ctx->rank)->arrived, p, memory_order_release);
-    if (atomic_fetch_add(sh->arrivals, 1) + 1 == p * (uint64_t)ctx->size)
+    if (pc_nodebar_arrive(&sh->bar, p)) /* the last: wake those that sleep */
         for (int r = 0; r < ctx->size; r++)
             if (r != ctx->rank && atomic_load(&control_of(sh, r)->sleeps) == p) pc_engine_nudge(ctx->engine, r);
     int rc = wait_arrived(ctx, p, bytes, fn);
