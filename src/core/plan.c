@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../util/error.h"
+#include "../util/log.h"
 #include "agree.h"
 #include "groupmap.h"
 #include "op.h"
@@ -83,8 +84,17 @@ int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
     if ((rc = pc_agree(&members, fn, rc, -1, fields, 4, PCOLL_ERR_ARG)) == PCOLL_SUCCESS) {
         req->ctx = ctx;
         pc_shm_group_open(ctx, group, n, me, count, dtype, shm, &seg);
-        if (seg) algo = PCOLL_ALGO_SHM;
-        else if (algo == PCOLL_ALGO_AUTO && use != PC_USE_CALL) algo = pc_ctx_algo(ctx, use, count * pcoll_dtype_size(dtype), n);
+        if (seg) {
+            algo = PCOLL_ALGO_SHM;
+        } else if (shm && use == PC_USE_TREE) {
+            /* no segment (at every member: /dev/shm full, ...): the direct
+             * algorithm adds in the same rank order as the other buckets */
+            pc_log(PCOLL_LOG_WARN, "%s: no node-shared segment for a bucket of %zu B: direct messages instead", fn,
+                   count * pcoll_dtype_size(dtype));
+            algo = PCOLL_ALGO_DIRECT;
+        } else if (algo == PCOLL_ALGO_AUTO && use != PC_USE_CALL) {
+            algo = pc_ctx_algo(ctx, use, count * pcoll_dtype_size(dtype), n);
+        }
         rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, algo, fn, req);
     }
     if (rc != PCOLL_SUCCESS) {

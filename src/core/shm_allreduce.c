@@ -61,7 +61,7 @@
 #include "stall.h"
 
 #define LINE 64
-#define HEAD 32 /* a slot's header: data starts in the same line */
+#define HEAD 32 /* a slot's header: a small message's data shares its line (one line written per call) */
 
 typedef struct control {
     _Atomic uint64_t arrived; /* the last barrier phase this rank reached */

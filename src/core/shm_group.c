@@ -60,7 +60,7 @@ void pc_shm_group_open(pcoll_t *ctx, const int *group, int n, int me, size_t cou
     size_t piece;
     int slice;
     pc_shm_shape(ctx, count, dtype, n, &piece, &slice);
-    size_t stride = up(piece * pcoll_dtype_size(dtype));
+    size_t stride = up((piece < count ? piece : count) * pcoll_dtype_size(dtype)); /* a small message: its size */
     size_t member = LINE + 2 * stride;
     pc_shm_group_t *g = calloc(1, sizeof *g);
     if (g) {
@@ -69,19 +69,24 @@ void pc_shm_group_open(pcoll_t *ctx, const int *group, int n, int me, size_t cou
         g->ranks = malloc(sizeof(int) * (size_t)n);
     }
     int ok = g && g->arrived && g->slot0 && g->ranks;
-    /* the members' communicator: collective over the members only */
-    MPI_Comm comm = ctx->comm;
-    if (group) {
-        MPI_Group all, members;
-        MPI_Comm_group(ctx->comm, &all);
-        MPI_Group_incl(all, n, group, &members);
-        if (MPI_Comm_create_group(ctx->comm, members, 0, &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
-        MPI_Group_free(&members);
-        MPI_Group_free(&all);
-    }
+    /* the members' own communicator (collective over the members only; a
+     * tag of the member list keeps plan inits of other groups apart) */
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Group all, members;
+    MPI_Comm_group(ctx->comm, &all);
+    if (group) MPI_Group_incl(all, n, group, &members);
+    else MPI_Comm_group(ctx->comm, &members);
+    unsigned tag = 2166136261u;
+    for (int i = 0; i < n; i++) tag = (tag ^ (unsigned)(group ? group[i] : i)) * 16777619u;
+    if (MPI_Comm_create_group(ctx->comm, members, (int)(tag % 32768u), &comm) != MPI_SUCCESS) comm = MPI_COMM_NULL;
+    MPI_Group_free(&members);
+    MPI_Group_free(&all);
+    /* a member without the communicator cannot take part: the others would
+     * wait for it in the segment's creation (MPI reports such failures
+     * alike at every member in practice) */
     pc_nodeseg_t seg = {0};
     int rc = comm != MPI_COMM_NULL ? pc_nodeseg_create(comm, LINE + (size_t)n * member, ok, &seg) : PCOLL_ERR_LIMIT;
-    if (group && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
     if (rc != PCOLL_SUCCESS) { /* at every member: messages serve the plan */
         destroy(g);
         return;

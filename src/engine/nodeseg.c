@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../util/error.h"
@@ -20,9 +21,19 @@ int pc_nodeseg_create(MPI_Comm comm, size_t bytes, int use, pc_nodeseg_t *seg)
     char name[64] = "";
     int fd = -1;
     if (me == 0 && ok) {
-        snprintf(name, sizeof name, "/pcoll-%ld-%u", (long)getpid(), atomic_fetch_add(&made, 1));
-        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-        ok = fd >= 0 && ftruncate(fd, (off_t)bytes) == 0;
+        /* a fresh name: this process, a count, the clock (a name left by a
+         * crashed job, or a process of another PID namespace, is skipped) */
+        for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            snprintf(name, sizeof name, "/pcoll-%ld-%u-%lx", (long)getpid(), atomic_fetch_add(&made, 1),
+                     (unsigned long)ts.tv_nsec ^ (unsigned long)ts.tv_sec);
+            fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0 && errno != EEXIST) break;
+        }
+        /* the memory reserved now (a full /dev/shm is an error here, not a
+         * SIGBUS at the first write later) */
+        ok = fd >= 0 && ftruncate(fd, (off_t)bytes) == 0 && posix_fallocate(fd, 0, (off_t)bytes) == 0;
         if (!ok) pc_log(PCOLL_LOG_INFO, "node-shared segment %s of %zu B: %s", name, bytes, strerror(errno));
         if (!ok && fd >= 0) shm_unlink(name);
         if (!ok) name[0] = '\0';

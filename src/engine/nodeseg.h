@@ -3,7 +3,7 @@
  * live on one node, which each member unmaps on its own (no collective
  * free: a plan is freed by each member when it likes).
  *
- *   member 0: shm_open a fresh name, size it    --name (MPI_Bcast)-->
+ *   member 0: shm_open a fresh name, reserve it --name (MPI_Bcast)-->
  *   every member: shm_open + mmap; agree (MPI_Allreduce) that all did;
  *   member 0 unlinks the name: the memory lives while one member maps it
  */

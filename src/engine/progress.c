@@ -213,13 +213,8 @@ static int issue_barrier(pc_engine_t *e, pc_sched_t *s, int step)
 {
     pc_nodebar_t *b = pc_sched_bound_barrier(s);
     uint64_t p = pc_sched_step_barrier(s, step);
-    if (pc_nodebar_arrive(b, p))
-        for (int i = 0; i < b->n; i++)
-            if (i != b->me) pc_engine_nudge(e, pc_nodebar_rank(b, i));
-    if (pc_nodebar_reached(b, p)) {
-        pc_sched_step_done(s, step, PCOLL_SUCCESS, &e->issuer); /* queues its successors (drain runs them) */
-        return PCOLL_SUCCESS;
-    }
+    /* room first: a rank that arrived must wait, or the others pass a
+     * barrier it has left */
     if (e->nbars == e->capbars) {
         int cap = e->capbars ? 2 * e->capbars : 16;
         waiting_barrier_t *nb = realloc(e->bars, sizeof *nb * (size_t)cap);
@@ -229,6 +224,13 @@ static int issue_barrier(pc_engine_t *e, pc_sched_t *s, int step)
         }
         e->bars = nb;
         e->capbars = cap;
+    }
+    if (pc_nodebar_arrive(b, p))
+        for (int i = 0; i < b->n; i++)
+            if (i != b->me) pc_engine_nudge(e, pc_nodebar_rank(b, i));
+    if (pc_nodebar_reached(b, p)) {
+        pc_sched_step_done(s, step, PCOLL_SUCCESS, &e->issuer); /* queues its successors (drain runs them) */
+        return PCOLL_SUCCESS;
     }
     e->bars[e->nbars++] = (waiting_barrier_t){s, step, p, 0};
     return PCOLL_SUCCESS;

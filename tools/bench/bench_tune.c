@@ -76,8 +76,14 @@ static int write_table(const char *file, const char *rows, int size, int nodes)
     if (f) {
         old = malloc(1 << 16);
         len = old ? fread(old, 1, (1 << 16) - 1, f) : 0;
-        if (old) old[len] = '\0';
+        int whole = old && feof(f) && !ferror(f); /* pcoll_init reads at most 64 KiB too */
         fclose(f);
+        if (!whole) {
+            fprintf(stderr, "pcoll-bench allreduce --tune: %s is larger than 64 KiB or unreadable\n", file);
+            free(old);
+            return -1;
+        }
+        old[len] = '\0';
     }
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", file);
@@ -111,6 +117,7 @@ int bench_allreduce_tune(pcoll_t *ctx, const char *file, size_t min_bytes, size_
     char current[512];
     if (pcoll_config_get("PCOLL_TUNING_FILE", current, sizeof current) == PCOLL_SUCCESS && current[0])
         tool_usage_error(prog, "PCOLL_TUNING_FILE is set (%s): unset it while measuring", current);
+    if (size < 2) tool_usage_error(prog, "a table has rows for 2 ranks or more: run it under mpirun -np P, P >= 2");
     int nodes = pcoll_node_count(ctx); /* the library's node map: its table rows' key */
     size_t maxcount = max_bytes / 4;
     float *in = malloc(maxcount * sizeof(float)), *out = malloc(maxcount * sizeof(float));
