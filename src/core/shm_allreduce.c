@@ -76,7 +76,6 @@ typedef struct slot {
 
 struct pc_shm_allreduce {
     pc_nodemem_t mem;
-    size_t max_bytes;   /* messages up to this size take the path */
     size_t stride;      /* bytes per slot */
     uint64_t use;       /* slot uses so far (the application thread, one
                            call at a time, as for any collective) */
@@ -154,7 +153,6 @@ int pc_shm_allreduce_open(pcoll_t *ctx)
         return PCOLL_SUCCESS; /* no path: the message algorithms serve every call */
     }
     sh->mem = mem;
-    sh->max_bytes = sizes->max_bytes;
     sh->stride = stride;
     for (int r = 0; r < ctx->size; r++) sh->arrived[r] = &((control_t *)mem.seg[r])->arrived;
     sh->bar = (pc_nodebar_t){(_Atomic uint64_t *)((char *)mem.seg[0] + LINE + 2 * stride), sh->arrived, NULL,
@@ -174,19 +172,24 @@ void pc_shm_allreduce_close(pcoll_t *ctx)
     ctx->shm = NULL;
 }
 
+int pc_shm_allowed(const pcoll_t *ctx, int n, size_t bytes, int tuned)
+{
+    if (n < 2 || bytes > ctx->shm_sizes.max_bytes || atomic_load(&ctx->algo) != PCOLL_ALGO_AUTO) return 0;
+    /* a tuning table that measured a message algorithm faster at this size */
+    pcoll_allreduce_algo_t pick = tuned ? pc_tuning_lookup(ctx->tuning, n, ctx->nodes.count, bytes) : PCOLL_ALGO_AUTO;
+    return pick == PCOLL_ALGO_AUTO || pick == PCOLL_ALGO_SHM;
+}
+
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes)
 {
-    if (!ctx->shm || bytes > ctx->shm->max_bytes || atomic_load(&ctx->algo) != PCOLL_ALGO_AUTO) return 0;
-    /* a tuning table that measured a message algorithm faster at this size */
-    pcoll_allreduce_algo_t tuned = pc_tuning_lookup(ctx->tuning, ctx->size, ctx->nodes.count, bytes);
-    return tuned == PCOLL_ALGO_AUTO || tuned == PCOLL_ALGO_SHM;
+    return ctx->shm && pc_shm_allowed(ctx, ctx->size, bytes, 1);
 }
 
 int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype)
 {
-    if (!ctx->shm || !pc_dtype_valid(dtype)) return 0;
+    if (!pc_dtype_valid(dtype)) return 0;
     size_t es = pcoll_dtype_size(dtype);
-    return count <= ctx->shm->max_bytes / es && pc_shm_allreduce_fits(ctx, count * es);
+    return count <= ctx->shm_sizes.max_bytes / es && pc_shm_allreduce_fits(ctx, count * es);
 }
 
 static int all_arrived(void *arg)

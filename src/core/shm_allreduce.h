@@ -35,6 +35,10 @@ void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, 
 /* Collective (at finalize, and when pcoll_init fails after opening it). */
 void pc_shm_allreduce_close(pcoll_t *ctx);
 
+/* 1 if an allreduce of `bytes` among n ranks may take a node-shared path
+ * by the settings: at most PCOLL_SHM_ALLREDUCE_BYTES, no forced algorithm,
+ * and (tuned) no tuning table row against it.  The same at every rank. */
+int pc_shm_allowed(const pcoll_t *ctx, int n, size_t bytes, int tuned);
 /* 1 if a blocking all-ranks allreduce of this size takes the path. */
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes);
 /* The same for count elements of dtype (0 for a type that is not one). */

@@ -25,18 +25,13 @@ static size_t up(size_t b) { return (b + LINE - 1) / LINE * LINE; }
 int pc_shm_group_takes(const pcoll_t *ctx, const int *group, int n, size_t count, pcoll_dtype_t dtype,
                        pc_algo_use_t use)
 {
-    if (!group) n = ctx->size;
     size_t es = pcoll_dtype_size(dtype);
-    if (n < 2 || es == 0 || ctx->shm_sizes.max_bytes == 0 || count > ctx->shm_sizes.max_bytes / es) return 0;
-    if (atomic_load(&ctx->algo) != PCOLL_ALGO_AUTO) return 0;
+    if (es == 0 || count > ctx->shm_sizes.max_bytes / es || !pc_shm_allowed(ctx, n, count * es, use == PC_USE_CALL))
+        return 0;
     int node = ctx->nodes.node_of[group ? group[0] : 0];
     for (int i = 0; i < n; i++) {
         int r = group ? group[i] : i;
         if (ctx->nodes.node_of[r] != node || !pc_engine_can_kick(ctx->engine, r)) return 0;
-    }
-    if (use == PC_USE_CALL) {
-        pcoll_allreduce_algo_t tuned = pc_tuning_lookup(ctx->tuning, n, ctx->nodes.count, count * es);
-        if (tuned != PCOLL_ALGO_AUTO && tuned != PCOLL_ALGO_SHM) return 0;
     }
     return 1;
 }
@@ -56,7 +51,6 @@ void pc_shm_group_open(pcoll_t *ctx, const int *group, int n, int me, size_t cou
 {
     *out = NULL;
     if (!want) return; /* the same at every member: nobody opens */
-    if (!group) n = ctx->size;
     size_t piece;
     int slice;
     pc_shm_shape(ctx, count, dtype, n, &piece, &slice);

@@ -20,16 +20,14 @@
 
 typedef struct pc_shm_group pc_shm_group_t;
 
-/* 1 if a plan of count x dtype over these members (group NULL: all ranks,
- * else n members) takes the node-shared path: node-shared allreduces on
- * (PCOLL_SHM_ALLREDUCE_BYTES > 0 and the size within it), at least two
- * members, all on one node and reachable by doorbell, no forced algorithm,
- * and for a call (use PC_USE_CALL) no tuning table row against it.  The
- * same at every member. */
+/* 1 if a plan of count x dtype over n members (group NULL: all ranks, n
+ * the context's size) takes the node-shared path: allowed by the settings
+ * (pc_shm_allowed; the tuning table for a call, use PC_USE_CALL), and every
+ * member on one node and reachable by doorbell.  The same at every member. */
 int pc_shm_group_takes(const pcoll_t *ctx, const int *group, int n, size_t count, pcoll_dtype_t dtype,
                        pc_algo_use_t use);
 
-/* Collective over the members: the segment for a plan of count x dtype
+/* Collective over the n members: the segment for a plan of count x dtype
  * (want: pc_shm_group_takes, the same at every member).  *out is NULL when
  * want is 0, or when any member could not map it (then at every member:
  * the plan takes messages). */

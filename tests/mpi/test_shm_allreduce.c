@@ -223,11 +223,10 @@ static void plans(pcoll_t *ctx)
                 pcoll_op_t op = variant == 1 ? PCOLL_AVG : PCOLL_SUM;
                 int inplace = variant == 1;
                 size_t count = counts[c], bytes = count * pcoll_dtype_size(dt);
-                int shm = group_on_one_node(g ? g : members, g ? n : 0) || (!g && on_one_node() && size >= 2);
+                int shm = g ? group_on_one_node(g, n) : on_one_node() && size >= 2;
                 /* the reference: a blocking group call (never the node-shared
                  * path itself) with the algorithm of the same sums */
                 pcoll_allreduce_algo_t ref = shm ? PCOLL_ALGO_DIRECT : pcoll_allreduce_algo_for(ctx, bytes, n);
-                if (ref == PCOLL_ALGO_SHM || ref == PCOLL_ALGO_AUTO) ref = PCOLL_ALGO_DIRECT;
                 pcoll_plan_t *plan;
                 CHECK_RC(pcoll_allreduce_init(ctx, inplace ? PCOLL_IN_PLACE : in, got, count, dt, op, g, n, &plan));
                 for (int start = 0; start < 3; start++) {
