@@ -596,6 +596,12 @@ static void *progress_main(void *arg)
     /* short sleeps should be short: the default 50 us timer slack is not */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     pc_log_set_rank(e->me, e->log_id);
+    /* give this thread its malloc arena now: glibc reserves 64 MiB of
+     * address space for a thread's arena at its first malloc, which, made
+     * later when memory is short (or RLIMIT_AS low), fails even for a few
+     * bytes and loses the handshake being received (test_setup hung so) */
+    void *volatile warm = malloc(1); /* volatile: the pair stays */
+    free(warm);
     driver_t d;
     driver_init(e, &d);
     for (;;) {
