@@ -303,13 +303,18 @@ PCOLL_API int pcoll_set_allreduce_algo(pcoll_t *ctx, pcoll_allreduce_algo_t algo
 PCOLL_API int pcoll_set_allreduce_thresholds(pcoll_t *ctx, size_t direct_bytes, size_t small_bytes);
 
 /* The algorithm a call with these sizes would use now.  PCOLL_ALGO_SHM: a
- * blocking pcoll_allreduce of every rank (group NULL) whose ranks all share
- * one node, up to PCOLL_SHM_ALLREDUCE_BYTES (unless a tuning table row says
- * a message algorithm for the size), goes through node-shared memory with
- * the direct algorithm's sums (ranks in order, bit for bit); so does a
- * persistent plan (pcoll_allreduce_init) whose members share a node, as a
- * nonblocking schedule in a segment of its own; nonblocking calls and group
- * calls of that size use the rule above. */
+ * blocking pcoll_allreduce of every rank (group NULL) up to
+ * PCOLL_SHM_ALLREDUCE_BYTES (unless a tuning table row says a message
+ * algorithm for the size) goes through node-shared memory: on one node with
+ * the direct algorithm's sums (ranks in order, bit for bit); on several
+ * nodes that hold as many ranks each, hierarchically (each node's sum in
+ * its shared memory, in rank order; every rank of a node takes a slice of
+ * it across the nodes with the ranks of the same place, by the rule above
+ * for that many ranks; one rank per node: only the sizes above 8 KiB, which
+ * pipeline), the same bits at every rank.  So does a persistent plan
+ * (pcoll_allreduce_init) whose members share a node, as a nonblocking
+ * schedule in a segment of its own; nonblocking calls and group calls of
+ * that size use the rule above. */
 PCOLL_API pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size);
 PCOLL_API const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo);
 /* The number of nodes of the context's node map: machines whose ranks share

@@ -236,13 +236,14 @@ static void give_back(pcoll_t *ctx, pc_group_t *g, const pc_op_args_t *a, pc_bui
 }
 
 int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
-                  const int *group, int group_size, int plan, pcoll_allreduce_algo_t algo, const char *fn,
-                  pcoll_request_t *req)
+                  const int *group, int group_size, int plan, const pc_world_part_t *part,
+                  pcoll_allreduce_algo_t algo, const char *fn, pcoll_request_t *req)
 {
     int rc = pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     int world = group == NULL && !plan;
-    pc_op_args_t a = {ctx->size, ctx->rank, count, dtype, op, PCOLL_ALGO_AUTO,
+    if (!world) part = NULL;
+    pc_op_args_t a = {part ? part->n : ctx->size, part ? part->me : ctx->rank, count, dtype, op, PCOLL_ALGO_AUTO,
                       sendbuf == PCOLL_IN_PLACE || sendbuf == recvbuf, 0, 0};
     pc_group_t *g = NULL;
     pc_built_t b;
@@ -254,10 +255,13 @@ int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count
     if (!world) rc = take_group(ctx, group, group_size, fn, &g, &a);
     if (rc == PCOLL_SUCCESS) {
         a.algo = algo != PCOLL_ALGO_AUTO ? algo : pc_ctx_algo(ctx, PC_USE_CALL, count * pcoll_dtype_size(dtype), a.n);
-        if (a.algo == PCOLL_ALGO_SHM) pc_shm_shape(ctx, count, dtype, a.n, &a.shm_piece, &a.shm_slice);
+        if (a.algo == PCOLL_ALGO_SHM) pc_shm_shape(ctx, count, dtype, a.n, 1, &a.shm_piece, &a.shm_slice);
         have = !plan && cache_take(ctx, &a, &b);
-        claimed = have && world;
-        if (claimed) rc = claim_identity(ctx, world, plan, g, req, fn);
+        claimed = (have && world) || part; /* a part's number was reserved */
+        if (part)
+            req->seq = part->seq;
+        else if (claimed)
+            rc = claim_identity(ctx, world, plan, g, req, fn);
     }
     pthread_mutex_unlock(&ctx->lock);
     /* 2, outside it: a schedule built, the members' bases */
@@ -292,6 +296,7 @@ int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count
     req->args = a;
     req->b = b;
     req->group = g;
+    req->ranks = part ? part->ranks : NULL;
     req->send_bases = bases;
     atomic_init(&req->done, 0);
     pc_fault_clear(&req->fault);
@@ -358,7 +363,7 @@ static int new_request(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t 
         return rc;
     pcoll_request_t *req = req_alloc(ctx);
     if (!req) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a request");
-    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, PCOLL_ALGO_AUTO, fn, req);
+    rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, NULL, PCOLL_ALGO_AUTO, fn, req);
     if (rc != PCOLL_SUCCESS) {
         req_recycle(req);
         return rc;
@@ -442,12 +447,44 @@ int pcoll_test(pcoll_request_t **preq, int *flag)
     return *flag ? release(preq, PCOLL_SUCCESS, __func__) : PCOLL_SUCCESS;
 }
 
+int pc_request_wait(pcoll_request_t **preq, const char *fn) { return release(preq, pc_op_wait(*preq, fn), fn); }
+
 int pcoll_wait(pcoll_request_t **preq)
 {
     if (!preq) return PC_ERR(PCOLL_ERR_NULL, "req is NULL");
     if (!*preq) return PCOLL_SUCCESS;
-    int waited = pc_op_wait(*preq, __func__);
-    return release(preq, waited, __func__);
+    return pc_request_wait(preq, __func__);
+}
+
+int pc_world_part_start(pcoll_t *ctx, void *buf, size_t count, pcoll_dtype_t dtype, const pc_world_part_t *part,
+                        const char *fn, pcoll_request_t **out)
+{
+    pcoll_request_t *req = req_alloc(ctx);
+    if (!req) return pc_error(PCOLL_ERR_NOMEM, fn, "no memory for a request");
+    int rc = pc_op_prepare(ctx, PCOLL_IN_PLACE, buf, count, dtype, PCOLL_SUM, NULL, 0, 0, part, PCOLL_ALGO_AUTO, fn,
+                           req);
+    if (rc != PCOLL_SUCCESS) {
+        req_recycle(req);
+        return rc;
+    }
+    pc_op_post(req, 0);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->live_requests++;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = req;
+    return PCOLL_SUCCESS;
+}
+
+int pc_world_reserve(pcoll_t *ctx, uint64_t n, uint64_t *first, const char *fn)
+{
+    pthread_mutex_lock(&ctx->lock);
+    int broken = ctx->world.next_seq >= ctx->world.broken_seq;
+    *first = ctx->world.next_seq;
+    if (!broken) ctx->world.next_seq += n;
+    pthread_mutex_unlock(&ctx->lock);
+    return broken ? pc_error(PCOLL_ERR_STATE, fn,
+                             "an earlier operation on all ranks timed out at this rank: the ranks are out of step")
+                  : PCOLL_SUCCESS;
 }
 
 int pcoll_node_count(const pcoll_t *ctx) { return ctx ? ctx->nodes.count : 0; }

@@ -81,8 +81,8 @@ static const var_t vars[] = {
       "pcoll_set_allreduce_thresholds", 1},
      V_BYTES, FIELD(small_bytes), 0, 0},
     {{"PCOLL_SHM_ALLREDUCE_BYTES", "a byte size (e.g. 0, 64K, 1G)", "1073741824",
-      "allreduces up to this size among ranks on one node (blocking calls of all ranks, and plans) go through "
-      "node-shared memory (0: never)",
+      "allreduces up to this size go through node-shared memory: blocking calls of all ranks (inside each node, "
+      "then across nodes of equal size by columns) and plans of ranks on one node (0: never)",
       "",
       1},
      V_BYTES, FIELD(shm_allreduce_bytes), 0, 0},
@@ -92,7 +92,8 @@ static const var_t vars[] = {
       "", 1},
      V_BYTES, FIELD(shm_slice_bytes), 0, 1L << 20},
     {{"PCOLL_SHM_CHUNK_BYTES", "a byte size from 4K to 64M (e.g. 256K)", "262144",
-      "node-shared memory per rank and slot for the allreduce: larger messages go through it in pieces",
+      "node-shared memory per rank and slot for the allreduce: larger messages go through it in pieces (across "
+      "nodes: the pipeline's segment)",
       "", 1},
      V_BYTES, FIELD(shm_chunk_bytes), 4096, 64L << 20},
     {{"PCOLL_PARTIAL_SHM_BYTES", "a byte size (e.g. 0, 256K)", "4M",

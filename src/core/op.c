@@ -144,7 +144,7 @@ static void run_world(pcoll_request_t *req)
     pcoll_t *ctx = req->ctx;
     ctx->world.busy[req->seq % ctx->tags.seq_mod] = 1;
     int base = pc_tag_base(&ctx->tags, 0, req->seq);
-    pc_sched_bind_ranks(req->b.sched, NULL);
+    pc_sched_bind_ranks(req->b.sched, req->ranks);
     pc_sched_set_tags(req->b.sched, base, NULL);
     run(req);
 }
@@ -413,7 +413,9 @@ static void fallback_messages(pcoll_request_t *req, pc_stall_probe_t *p)
     if (!peers) return;
     int k = pc_sched_waiting_on(req->b.sched, peers, n);
     for (int i = 0; i < k; i++) {
-        int rank = req->kind == PC_OP_WORLD || req->group->world ? peers[i] : req->group->ranks[peers[i]];
+        int rank = req->kind == PC_OP_WORLD ? (req->ranks ? req->ranks[peers[i]] : peers[i])
+                   : req->group->world ? peers[i]
+                                       : req->group->ranks[peers[i]];
         pc_probe_fallback(p, rank, "every rank has started it; its messages to this rank have not arrived");
     }
     free(peers);
@@ -428,8 +430,13 @@ void pc_op_describe(void *arg, pc_stall_probe_t *p)
     pc_query_t q;
     memset(&q, 0, sizeof q);
     if (req->kind == PC_OP_WORLD) {
-        pc_probe_what(p, "allreduce #%llu on all %d ranks (%zu x %s)", (unsigned long long)req->seq, ctx->size,
-                      a->count, pcoll_dtype_name(a->dtype));
+        if (req->ranks) /* a part: the ranks of every node take part in turn, in step */
+            pc_probe_what(p, "allreduce #%llu on all %d ranks (%zu x %s across %d nodes, a part of a node-shared "
+                          "allreduce)",
+                          (unsigned long long)req->seq, ctx->size, a->count, pcoll_dtype_name(a->dtype), a->n);
+        else
+            pc_probe_what(p, "allreduce #%llu on all %d ranks (%zu x %s)", (unsigned long long)req->seq, ctx->size,
+                          a->count, pcoll_dtype_name(a->dtype));
         q.kind = PC_Q_WORLD;
         q.seq = req->seq;
         if (req->queued) /* its turn has not come: an earlier one is still in flight here */

@@ -53,6 +53,20 @@ void pc_built_free(pc_built_t *b);
 
 typedef enum { PC_OP_WORLD, PC_OP_GROUP, PC_OP_PLAN_INIT, PC_OP_PLAN_START } pc_op_kind_t;
 
+/* A world operation that runs among some of the ranks: one column of a
+ * hierarchical allreduce (core/shm_allreduce.c: the ranks with the same
+ * place on every node).  Every rank of the context runs one such operation
+ * in the same order, the other columns theirs, so the operation numbers
+ * (channel 0) stay in step at every rank and need no message.  The numbers
+ * of a call's parts are reserved when the call begins, so that a rank that
+ * has begun it counts as started in stall reports even before it reaches
+ * its parts. */
+typedef struct pc_world_part {
+    const int *ranks; /* index -> rank, n of them (must outlive the run) */
+    int n, me;
+    uint64_t seq;     /* its operation number (pc_world_reserve) */
+} pc_world_part_t;
+
 struct pcoll_request {
     pcoll_t *ctx;
     pc_op_kind_t kind;
@@ -61,6 +75,7 @@ struct pcoll_request {
     pc_built_t b;           /* the schedule (a plan's: its own) */
     pc_group_t *group;      /* GROUP, PLAN_*: the record */
     uint64_t seq;           /* WORLD: the operation number */
+    const int *ranks;       /* WORLD: index -> rank of a part (NULL: index = rank) */
     uint32_t my_id;         /* GROUP, PLAN_*: this rank's receive id */
     int *send_bases;        /* GROUP, PLAN_*: tag base of each member, -1 unknown */
     int missing;            /* holder: HELLOs still needed */
@@ -84,10 +99,23 @@ int pc_op_check_args(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
 /* Application thread: checks the arguments and gives req its identity
  * (world: a sequence number; a group: the record and a receive id) and its
  * schedule (from the cache, or built; plan: always its own).  algo: the
- * algorithm (PCOLL_ALGO_AUTO: the context's choice). */
+ * algorithm (PCOLL_ALGO_AUTO: the context's choice).  part: a world
+ * operation (group NULL, not a plan) among those ranks only, or NULL. */
 int pc_op_prepare(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
-                  const int *group, int group_size, int plan, pcoll_allreduce_algo_t algo, const char *fn,
-                  pcoll_request_t *req);
+                  const int *group, int group_size, int plan, const pc_world_part_t *part,
+                  pcoll_allreduce_algo_t algo, const char *fn, pcoll_request_t *req);
+/* A part (pc_world_part_t) of a world operation: count x dtype summed in
+ * place in buf among part's ranks, posted at once (the progress thread runs
+ * it while the caller goes on).  Wait for it with pc_request_wait. */
+int pc_world_part_start(pcoll_t *ctx, void *buf, size_t count, pcoll_dtype_t dtype, const pc_world_part_t *part,
+                        const char *fn, pcoll_request_t **out);
+/* n operation numbers on channel 0 for the parts of one call, from
+ * *first on (every rank reserves as many, in the same order); fails with
+ * PCOLL_ERR_STATE after an earlier timeout, as a world operation does. */
+int pc_world_reserve(pcoll_t *ctx, uint64_t n, uint64_t *first, const char *fn);
+/* pcoll_wait under another call's name (plan.h: pc_request_give_up). */
+int pc_request_wait(pcoll_request_t **req, const char *fn);
+
 /* Application thread: blocks until req is done (pc_block: stall report,
  * timeout); PCOLL_ERR_TIMEOUT when it was given up instead. */
 int pc_op_wait(pcoll_request_t *req, const char *fn);

@@ -95,7 +95,7 @@ int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
         } else if (algo == PCOLL_ALGO_AUTO && use != PC_USE_CALL) {
             algo = pc_ctx_algo(ctx, use, count * pcoll_dtype_size(dtype), n);
         }
-        rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, algo, fn, req);
+        rc = pc_op_prepare(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 1, NULL, algo, fn, req);
     }
     if (rc != PCOLL_SUCCESS) {
         pc_shm_group_close(seg);

@@ -1,49 +1,67 @@
 /*
- * Node-shared allreduce: every rank of the context on one node, blocking
- * calls, through node-shared memory instead of messages.
+ * Node-shared allreduce: blocking calls of every rank, through node-shared
+ * memory inside each node and, when there are several nodes, one part
+ * across nodes per column (the ranks with the same place on every node).
  *
  *   rank r's segment (MPI_Win_allocate_shared, mapped once at pcoll_init):
- *     | control: arrived sleeps |  slot 0: header | data ... |  slot 1: ... |
+ *     | control: arrived sleeps | slot 0: header | data | slot 1: ... |
+ *     | gather 0 | gather 1 | counter |
  *     (each part 64 B aligned; a slot's header of 32 B, its data after it,
- *     PCOLL_SHM_CHUNK_BYTES of data; rank 0's segment ends with `arrivals`,
- *     a counter on a line of its own)
+ *     PCOLL_SHM_CHUNK_BYTES of data; a gather slot holds a member's slice
+ *     of a piece; member 0's counter counts the node's barrier arrivals)
  *
- *   Barrier phase p (numbered alike at every rank): arrived = p, then
- *   arrivals += 1; the rank that makes it n * p (the last to come) nudges
- *   the doorbell of every rank whose control line says sleeps = p; every
- *   rank waits until arrivals >= n * p (spin, yield, then pc_block: stall
- *   report and timeout name the ranks whose `arrived` is short of p).
+ *   Barrier phase p (numbered alike at every member of a node): arrived =
+ *   p, then counter += 1; the member that makes it n * p (the last to come)
+ *   nudges the doorbell of every member whose control line says sleeps = p;
+ *   every member waits until counter >= n * p (spin, yield, then pc_block:
+ *   stall report and timeout name the ranks whose `arrived` is short of p).
  *
- *   Slot use u (one per piece of a message; slot u % 2):
- *
- *   latency path ((n - 1) x bytes up to PCOLL_SHM_SLICE_BYTES): one piece
- *     1. write the vector into own slot, its header (bytes, dtype, op)
- *     2. barrier; compare every rank's header (a call that differs fails all)
+ *   latency path (small: one node, (n - 1) x bytes up to
+ *   PCOLL_SHM_SLICE_BYTES; several, n x bytes up to 8 KiB), one slot use u:
+ *     1. write the vector into own slot u % 2, its header (bytes, dtype, op)
+ *     2. barrier; compare every member's header (one that differs fails all)
  *     3. out = ((v0 + v1) + v2) + ... + v(n-1), read from the slots in place
+ *     4. several nodes: every member allreduces out with its column (all n
+ *        columns carry the same node sums: no second barrier)
  *
- *   slice path (larger messages), per piece of at most a slot's size:
- *     1. write the piece into own slot                 rank:  0   1   2
- *     2. barrier (first piece: compare headers)        slot0 [a0| b0| c0]
- *     3. rank r adds up slice r of every slot in        slot1 [a1| b1| c1]
- *        rank order into out, then writes it over       slot2 [a2| b2| c2]
- *        slice r of its own slot (only r reads it)       rank 0 sums the a's ...
- *     4. barrier
- *     5. copy every other rank's slice from its slot into out
+ *   slice path (larger), per piece j of at most a slot:
+ *     reduce:  write the piece into own slot        member:  0   1   2
+ *              barrier (piece 0: compare headers)   slot0  [a0| b0| c0]
+ *              member i adds up slice i of every    slot1  [a1| b1| c1]
+ *              slot in member order into out        slot2  [a2| b2| c2]
+ *              several nodes: start slice i's part   member 0 sums the a's
+ *              across nodes with its column (the      then its column sums
+ *              progress thread runs it)               the nodes' a sums
+ *     gather:  wait for the part; own slice into own gather slot; barrier;
+ *              copy every other member's slice from its gather slot
+ *     On one node the gather of piece j follows its reduce; across nodes it
+ *     lags PIPELINE_DEPTH - 1 pieces behind, so that the links carry the
+ *     parts of several pieces while the node adds up the next ones.
  *
- * Either way each element is added up in rank order, v0 + v1 + ... (then
- * / n for AVG): the direct algorithm's sums, bit for bit, whatever the
- * size, the piece or the slice it falls in.  The latency path writes a
- * rank's own line(s) and the counter once, and reads every other rank's;
- * only the last to arrive wakes anyone.  The slice path moves about 3x the
- * message per rank through memory whatever n is (write it in, read n
- * slices of 1/n, read the others' results), against n x for the latency
- * path, at the cost of a second barrier per piece.
+ *   node 0: r0 r1 --+-- column 0: r0, r2, r4, r6 (slices 0 of every piece)
+ *   node 1: r2 r3   |
+ *   node 2: r4 r5   +-- column 1: r1, r3, r5, r7 (slices 1)
+ *   node 3: r6 r7
  *
- * Two slots suffice: a rank writes slot use u only after it passed the
- * first barrier of use u - 1, which every rank reaches only after it read
- * the last of use u - 2.  After a timeout that no longer holds: as for the
- * message algorithms, every later operation on all ranks fails at this rank
+ * Order of the sums: on one node every element is added up in rank order,
+ * v0 + v1 + ... (then / n for AVG): the direct algorithm's sums, bit for
+ * bit.  Across nodes each node adds its members in order, then the column
+ * combines the node sums with the message algorithm its size picks (the
+ * same at every member of every column); the same bits at every rank.
+ *
+ * Slot reuse: a member writes input slot use u only after it passed the
+ * first barrier of use u - 1, which every member reaches only after it read
+ * the last of use u - 2; it writes gather slot g only after the barrier of
+ * gather g - 1, which every member reaches only after it copied gather
+ * g - 2.  After a timeout that no longer holds: as for the message
+ * algorithms, every later operation on all ranks fails at this rank
  * (PCOLL_ERR_STATE: the ranks are out of step).
+ *
+ * A call reserves one operation number on channel 0 per piece when it
+ * begins (every rank of every node as many), and each column's part of
+ * piece j takes the j-th: the parts of different pieces, calls and columns
+ * never share a tag, and a rank that has begun the call counts as having
+ * started its parts in stall reports.
  */
 #include "shm_allreduce.h"
 
@@ -58,10 +76,19 @@
 #include "../engine/nodemem.h"
 #include "../engine/reduce.h"
 #include "../util/error.h"
+#include "op.h"
+#include "plan.h"
 #include "stall.h"
 
 #define LINE 64
 #define HEAD 32 /* a slot's header: a small message's data shares its line (one line written per call) */
+/* Pieces whose parts across nodes are in flight at once (several nodes):
+ * the links stay busy while this node adds up the next pieces. */
+#define PIPELINE_DEPTH 4
+/* Several nodes: the latency path while (ranks per node) x bytes is within
+ * this, since every rank of a node then sends the whole message across
+ * the link (in parallel: no second barrier). */
+#define HIER_LATENCY_BYTES ((size_t)8 << 10)
 
 typedef struct control {
     _Atomic uint64_t arrived; /* the last barrier phase this rank reached */
@@ -76,31 +103,42 @@ typedef struct slot {
 
 struct pc_shm_allreduce {
     pc_nodemem_t mem;
-    size_t stride;      /* bytes per slot */
-    uint64_t use;       /* slot uses so far (the application thread, one
+    int n, me;          /* members: the ranks of this node; this rank's place */
+    int *member;        /* [n] member -> rank */
+    int *column_ranks;  /* [nodes] node -> the rank with this rank's place there */
+    pc_world_part_t column; /* this rank's column: the parts across nodes */
+    size_t stride;      /* bytes per input slot */
+    size_t gstride;     /* bytes per gather slot (a member's slice of a piece) */
+    uint64_t use;       /* input slot uses so far (the application thread, one
                            call at a time, as for any collective) */
+    uint64_t guse;      /* gather slot uses so far */
     uint64_t phase;     /* barrier phases so far */
     uint64_t call_phase; /* the first barrier of the call in progress */
-    pc_nodebar_t bar;           /* counter: `arrivals` in rank 0's segment */
-    _Atomic uint64_t **arrived; /* each rank's control line */
-    int spin;                   /* a CPU per rank: waiting may spin first */
+    uint64_t first_part; /* the operation number of its first part across nodes */
+    pc_nodebar_t bar;           /* counter: at the end of member 0's segment */
+    _Atomic uint64_t **arrived; /* each member's control line */
+    int spin;                   /* a CPU per member: waiting may spin first */
     atomic_flag busy;           /* a call in progress (one thread at a time) */
 };
 
 typedef struct shm_wait {
     pcoll_t *ctx;
-    uint64_t phase; /* done when arrivals reach size x phase */
+    uint64_t phase; /* done when arrivals reach n x phase */
     size_t bytes;
 } shm_wait_t;
 
-static control_t *control_of(const struct pc_shm_allreduce *sh, int rank)
+static char *seg_of(const struct pc_shm_allreduce *sh, int i) { return sh->mem.seg[sh->member[i]]; }
+
+static control_t *control_of(const struct pc_shm_allreduce *sh, int i) { return (control_t *)seg_of(sh, i); }
+
+static slot_t *slot_of(const struct pc_shm_allreduce *sh, int i, uint64_t use)
 {
-    return (control_t *)sh->mem.seg[rank];
+    return (slot_t *)(seg_of(sh, i) + LINE + (use & 1) * sh->stride);
 }
 
-static slot_t *slot_of(const struct pc_shm_allreduce *sh, int rank, uint64_t use)
+static char *gather_of(const struct pc_shm_allreduce *sh, int i, uint64_t guse)
 {
-    return (slot_t *)((char *)sh->mem.seg[rank] + LINE + (use & 1) * sh->stride);
+    return seg_of(sh, i) + LINE + 2 * sh->stride + (guse & 1) * sh->gstride;
 }
 
 static char *data_of(slot_t *s) { return (char *)s + HEAD; }
@@ -113,52 +151,109 @@ static size_t slot_bytes(const pc_shm_sizes_t *z)
     return slot < z->max_bytes ? slot : z->max_bytes;
 }
 
-void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, size_t *piece, int *slice)
+/* 1 for the slice path: the message is larger than a slot, or too large
+ * for the latency path.  The latency path reads n x the message at every
+ * rank, the slice path about 3.5 x plus a second barrier: on one node the
+ * latency path while the bytes the slice path would save, (n - 1) x bytes
+ * roughly, stay within PCOLL_SHM_SLICE_BYTES (measured: the crossing lies
+ * near 64 KiB at 4 ranks and near 4 KiB at 16).  Across nodes the latency
+ * path sends n copies over each node's link, the slice path one. */
+static int slice_shape(const pcoll_t *ctx, size_t bytes, int n, int nodes)
 {
     const pc_shm_sizes_t *z = &ctx->shm_sizes;
-    size_t es = pcoll_dtype_size(dtype), bytes = count * es, slot = slot_bytes(z);
-    /* the latency path reads n x the message at every rank, the slice path
-     * about 3.5 x plus a second barrier: the latency path while the bytes
-     * the slice path would save, (n - 1) x bytes roughly, stay within
-     * PCOLL_SHM_SLICE_BYTES (measured: the crossing lies near 64 KiB at 4
-     * ranks and near 4 KiB at 16) */
-    *slice = bytes > slot || bytes > z->slice_bytes / (size_t)(n - 1);
-    *piece = *slice ? slot / es : count > 0 ? count : 1;
+    if (bytes > slot_bytes(z)) return 1;
+    if (nodes > 1) return bytes > HIER_LATENCY_BYTES / (size_t)n;
+    return n > 1 && bytes > z->slice_bytes / (size_t)(n - 1);
+}
+
+void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, int nodes, size_t *piece,
+                  int *slice)
+{
+    size_t es = pcoll_dtype_size(dtype);
+    *slice = slice_shape(ctx, count * es, n, nodes);
+    *piece = *slice ? slot_bytes(&ctx->shm_sizes) / es : count > 0 ? count : 1;
+}
+
+/* Every node has the same number of ranks (the columns across nodes need
+ * it); that number, or 0. */
+static int ranks_per_node(const pc_nodes_t *nodes)
+{
+    int k = pc_nodes_size(nodes, 0);
+    for (int v = 1; v < nodes->count; v++)
+        if (pc_nodes_size(nodes, v) != k) return 0;
+    return k;
+}
+
+static void free_shm(struct pc_shm_allreduce *sh)
+{
+    if (!sh) return;
+    free(sh->arrived);
+    free(sh->member);
+    free(sh->column_ranks);
+    free(sh);
+}
+
+/* The members and the column of this rank, or NULL (no memory, or no path
+ * by the settings or the node map). */
+static struct pc_shm_allreduce *shm_new(const pcoll_t *ctx)
+{
+    const pc_nodes_t *nodes = &ctx->nodes;
+    int k = ranks_per_node(nodes), node = nodes->node_of[ctx->rank];
+    if (ctx->shm_sizes.max_bytes == 0 || ctx->size < 2 || k == 0) return NULL;
+    struct pc_shm_allreduce *sh = calloc(1, sizeof *sh);
+    if (!sh) return NULL;
+    sh->n = k;
+    sh->me = nodes->local_of[ctx->rank];
+    sh->arrived = calloc((size_t)k, sizeof *sh->arrived);
+    sh->member = malloc(sizeof(int) * (size_t)k);
+    sh->column_ranks = malloc(sizeof(int) * (size_t)nodes->count);
+    if (!sh->arrived || !sh->member || !sh->column_ranks) {
+        free_shm(sh);
+        return NULL;
+    }
+    for (int i = 0; i < k; i++) sh->member[i] = pc_nodes_rank(nodes, node, i);
+    for (int v = 0; v < nodes->count; v++) sh->column_ranks[v] = pc_nodes_rank(nodes, v, sh->me);
+    sh->column = (pc_world_part_t){sh->column_ranks, nodes->count, node, 0};
+    /* the doorbells reach the members (checked by the nodemem agreement) */
+    for (int i = 0; i < k; i++)
+        if (!pc_engine_can_kick(ctx->engine, sh->member[i])) {
+            free_shm(sh);
+            return NULL;
+        }
+    return sh;
 }
 
 int pc_shm_allreduce_open(pcoll_t *ctx)
 {
     const pc_shm_sizes_t *sizes = &ctx->shm_sizes;
-    /* the same at every rank: the node map, the settings (agreed), the
-     * doorbells' reach (checked by the nodemem agreement below) */
-    int use = sizes->max_bytes > 0 && ctx->size >= 2 && ctx->nodes.count == 1;
-    for (int r = 0; use && r < ctx->size; r++) use = pc_engine_can_kick(ctx->engine, r);
-    struct pc_shm_allreduce *sh = use ? calloc(1, sizeof *sh) : NULL;
-    if (sh && !(sh->arrived = calloc((size_t)ctx->size, sizeof *sh->arrived))) {
-        free(sh);
-        sh = NULL;
-    }
-    use = use && sh;
+    struct pc_shm_allreduce *sh = shm_new(ctx);
     /* a slot holds the latency path's largest message and a piece of the
-     * slice path's */
+     * slice path's; a gather slot a member's slice of a piece (whole lines,
+     * and the last slice's few elements beyond them) */
     size_t chunk = slot_bytes(sizes);
     size_t stride = (HEAD + chunk + LINE - 1) / LINE * LINE;
+    size_t gstride = sh ? (chunk / LINE / (size_t)sh->n + 2) * LINE : 0;
     pc_nodemem_t mem;
-    /* collective over every rank: none gets a segment unless all ask */
-    int rc = pc_nodemem_create(ctx->comm, ctx->node_comm, use ? LINE + 2 * stride + LINE : LINE, use, &mem);
-    if (rc != PCOLL_SUCCESS || !use) {
+    /* collective over every rank: none of a node gets a segment unless all
+     * of it ask */
+    int rc = pc_nodemem_create(ctx->comm, ctx->node_comm, sh ? LINE + 2 * stride + 2 * gstride + LINE : LINE,
+                               sh != NULL, &mem);
+    /* and the nodes agree: a rank of every node takes its part in every call */
+    int have = rc == PCOLL_SUCCESS && sh;
+    if (MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS) have = 0;
+    if (!have) {
         if (rc == PCOLL_SUCCESS) pc_nodemem_destroy(&mem);
-        if (sh) free(sh->arrived);
-        free(sh);
+        free_shm(sh);
         return PCOLL_SUCCESS; /* no path: the message algorithms serve every call */
     }
     sh->mem = mem;
     sh->stride = stride;
-    for (int r = 0; r < ctx->size; r++) sh->arrived[r] = &((control_t *)mem.seg[r])->arrived;
-    sh->bar = (pc_nodebar_t){(_Atomic uint64_t *)((char *)mem.seg[0] + LINE + 2 * stride), sh->arrived, NULL,
-                             ctx->size, ctx->rank, 0};
+    sh->gstride = gstride;
+    for (int i = 0; i < sh->n; i++) sh->arrived[i] = &control_of(sh, i)->arrived;
+    sh->bar = (pc_nodebar_t){(_Atomic uint64_t *)(seg_of(sh, 0) + LINE + 2 * stride + 2 * gstride), sh->arrived,
+                             sh->member, sh->n, sh->me, 0};
     atomic_flag_clear(&sh->busy);
-    sh->spin = (long)ctx->size <= sysconf(_SC_NPROCESSORS_ONLN); /* the progress threads sleep meanwhile */
+    sh->spin = (long)sh->n <= sysconf(_SC_NPROCESSORS_ONLN); /* the progress threads sleep meanwhile */
     ctx->shm = sh;
     return PCOLL_SUCCESS;
 }
@@ -167,8 +262,7 @@ void pc_shm_allreduce_close(pcoll_t *ctx)
 {
     if (!ctx->shm) return;
     pc_nodemem_destroy(&ctx->shm->mem);
-    free(ctx->shm->arrived);
-    free(ctx->shm);
+    free_shm(ctx->shm);
     ctx->shm = NULL;
 }
 
@@ -182,7 +276,10 @@ int pc_shm_allowed(const pcoll_t *ctx, int n, size_t bytes, int tuned)
 
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes)
 {
-    return ctx->shm && pc_shm_allowed(ctx, ctx->size, bytes, 1);
+    if (!ctx->shm || !pc_shm_allowed(ctx, ctx->size, bytes, 1)) return 0;
+    /* one rank per node: its latency path would be the message algorithm
+     * and a copy; the slice path pipelines the parts across nodes */
+    return ctx->shm->n > 1 || slice_shape(ctx, bytes, ctx->shm->n, ctx->shm->column.n);
 }
 
 int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype)
@@ -204,10 +301,10 @@ static void describe(void *arg, pc_stall_probe_t *p)
     const struct pc_shm_allreduce *sh = w->ctx->shm;
     pc_probe_what(p, "allreduce of %zu B in node-shared memory (barrier %llu of it)", w->bytes,
                   (unsigned long long)(w->phase - sh->call_phase + 1));
-    for (int r = 0; r < w->ctx->size; r++) {
-        if (pc_nodebar_missing(&sh->bar, r, w->phase))
-            pc_probe_suspect(p, r,
-                             pc_nodebar_missing(&sh->bar, r, sh->call_phase) ? "has not started it"
+    for (int i = 0; i < sh->n; i++) {
+        if (pc_nodebar_missing(&sh->bar, i, w->phase))
+            pc_probe_suspect(p, sh->member[i],
+                             pc_nodebar_missing(&sh->bar, i, sh->call_phase) ? "has not started it"
                                                                                : "has not reached that barrier",
                              PC_WHY_CAUSE);
     }
@@ -222,15 +319,15 @@ static void describe(void *arg, pc_stall_probe_t *p)
 static int wait_arrived(pcoll_t *ctx, uint64_t phase, size_t bytes, const char *fn)
 {
     shm_wait_t w = {ctx, phase, bytes};
-    /* more ranks than CPUs: the CPU spun away here is the one a rank still
-     * to arrive needs, so no spin at all */
+    /* more members than CPUs: the CPU spun away here is the one a member
+     * still to arrive needs, so no spin at all */
     for (int i = ctx->shm->spin ? 0 : SPIN_LOOKS; i < SPIN_LOOKS; i++) {
         if (all_arrived(&w)) return PCOLL_SUCCESS;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
     }
-    /* more ranks than CPUs: the others need this CPU to arrive; yield it
+    /* more members than CPUs: the others need this CPU to arrive; yield it
      * for a while (as MPI does) rather than sleep at once, which would
      * cost a wake-up per rank and operation */
     for (int i = 0; i < YIELD_LOOKS; i++) {
@@ -242,67 +339,102 @@ static int wait_arrived(pcoll_t *ctx, uint64_t phase, size_t bytes, const char *
      * (all_arrived) here, an RMW then a load there, all four seq_cst, so
      * they fall in one order and one of the two loads sees the other's
      * write */
-    atomic_store(&control_of(ctx->shm, ctx->rank)->sleeps, phase);
+    atomic_store(&control_of(ctx->shm, ctx->shm->me)->sleeps, phase);
     pc_wait_t how = {fn, all_arrived, &w, describe, &w, 0, 0, 0};
     return pc_block(ctx, &how);
 }
 
-/* The next barrier phase: PCOLL_SUCCESS once every rank reached it.  A
- * timeout leaves the ranks out of step for good (see the top). */
+/* After a failure midway: the ranks are out of step for good (see the
+ * top); later operations on all ranks fail at this rank. */
+static void mark_broken(pcoll_t *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->world.next_seq < ctx->world.broken_seq) ctx->world.broken_seq = ctx->world.next_seq;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* The next barrier phase: PCOLL_SUCCESS once every member reached it. */
 static int barrier(pcoll_t *ctx, size_t bytes, const char *fn)
 {
     struct pc_shm_allreduce *sh = ctx->shm;
     uint64_t p = ++sh->phase;
     if (pc_nodebar_arrive(&sh->bar, p)) /* the last: wake those that sleep */
-        for (int r = 0; r < ctx->size; r++)
-            if (r != ctx->rank && atomic_load(&control_of(sh, r)->sleeps) == p) pc_engine_nudge(ctx->engine, r);
+        for (int i = 0; i < sh->n; i++)
+            if (i != sh->me && atomic_load(&control_of(sh, i)->sleeps) == p)
+                pc_engine_nudge(ctx->engine, sh->member[i]);
     int rc = wait_arrived(ctx, p, bytes, fn);
-    if (rc != PCOLL_SUCCESS) {
-        pthread_mutex_lock(&ctx->lock);
-        if (ctx->world.next_seq < ctx->world.broken_seq) ctx->world.broken_seq = ctx->world.next_seq;
-        pthread_mutex_unlock(&ctx->lock);
-    }
+    if (rc != PCOLL_SUCCESS) mark_broken(ctx);
     return rc;
 }
 
 /* Writes a piece into this rank's slot of use u, with the call's header. */
-static void put(struct pc_shm_allreduce *sh, int rank, uint64_t u, const void *src, size_t piece, size_t bytes,
+static void put(struct pc_shm_allreduce *sh, uint64_t u, const void *src, size_t piece, size_t bytes,
                 pcoll_dtype_t dtype, pcoll_op_t op)
 {
-    slot_t *mine = slot_of(sh, rank, u);
+    slot_t *mine = slot_of(sh, sh->me, u);
     if (piece) memcpy(data_of(mine), src, piece);
     mine->bytes = bytes;
     mine->dtype = (uint32_t)dtype;
     mine->op = (uint32_t)op;
 }
 
-/* Every rank compares every rank's header: the same verdict everywhere. */
+/* Every member compares every member's header: the same verdict on the
+ * node.  (Across nodes, as for any operation on all ranks, PCOLL_CHECK
+ * compares the calls.) */
 static int same_call(pcoll_t *ctx, uint64_t u, const char *fn)
 {
-    const slot_t *first = slot_of(ctx->shm, 0, u);
-    for (int r = 1; r < ctx->size; r++) {
-        const slot_t *o = slot_of(ctx->shm, r, u);
+    const struct pc_shm_allreduce *sh = ctx->shm;
+    const slot_t *first = slot_of(sh, 0, u);
+    for (int i = 1; i < sh->n; i++) {
+        const slot_t *o = slot_of(sh, i, u);
         if (o->bytes != first->bytes || o->dtype != first->dtype || o->op != first->op)
             return pc_error(PCOLL_ERR_ARG, fn,
-                            "the ranks called it differently: %llu B of %s, op %u at rank 0; %llu B of %s, op %u "
+                            "the ranks called it differently: %llu B of %s, op %u at rank %d; %llu B of %s, op %u "
                             "at rank %d",
                             (unsigned long long)first->bytes, pcoll_dtype_name((pcoll_dtype_t)first->dtype),
-                            first->op, (unsigned long long)o->bytes, pcoll_dtype_name((pcoll_dtype_t)o->dtype),
-                            o->op, r);
+                            first->op, sh->member[0], (unsigned long long)o->bytes,
+                            pcoll_dtype_name((pcoll_dtype_t)o->dtype), o->op, sh->member[i]);
     }
     return PCOLL_SUCCESS;
 }
 
-/* out[0, count) = the rank-order sum of elements [off, off + count) of
- * every rank's slot of use u (/ n for AVG). */
-static void add_up(const pcoll_t *ctx, uint64_t u, size_t off, void *out, size_t count, pcoll_dtype_t dtype,
-                   pcoll_op_t op)
+/* out[0, count) = the member-order sum of elements [off, off + count) of
+ * every member's slot of use u (a node of one rank: a copy). */
+static void add_up(const struct pc_shm_allreduce *sh, uint64_t u, size_t off, void *out, size_t count,
+                   pcoll_dtype_t dtype)
 {
-    const struct pc_shm_allreduce *sh = ctx->shm;
     if (!count) return;
+    size_t es = pcoll_dtype_size(dtype);
+    if (sh->n == 1) {
+        memcpy(out, data_of(slot_of(sh, 0, u)) + off, count * es);
+        return;
+    }
     pc_reduce_sum(out, data_of(slot_of(sh, 0, u)) + off, data_of(slot_of(sh, 1, u)) + off, count, dtype);
-    for (int r = 2; r < ctx->size; r++) pc_reduce_sum(out, out, data_of(slot_of(sh, r, u)) + off, count, dtype);
-    if (op == PCOLL_AVG) pc_reduce_div(out, count, dtype, ctx->size);
+    for (int i = 2; i < sh->n; i++) pc_reduce_sum(out, out, data_of(slot_of(sh, i, u)) + off, count, dtype);
+}
+
+/* The sum of the node sums in buf, across nodes: this rank's column (part
+ * `part` of the call, whose number was reserved), started now; *req stays
+ * NULL on one node or when the column has nothing here. */
+static int across_start(pcoll_t *ctx, void *buf, size_t count, pcoll_dtype_t dtype, uint64_t part,
+                        pcoll_request_t **req, const char *fn)
+{
+    struct pc_shm_allreduce *sh = ctx->shm;
+    *req = NULL;
+    if (sh->column.n == 1 || count == 0) return PCOLL_SUCCESS;
+    pc_world_part_t column = sh->column;
+    column.seq = sh->first_part + part;
+    return pc_world_part_start(ctx, buf, count, dtype, &column, fn, req);
+}
+
+static int across_wait(pcoll_request_t **req, const char *fn)
+{
+    return *req ? pc_request_wait(req, fn) : PCOLL_SUCCESS;
+}
+
+static void finish_avg(const pcoll_t *ctx, void *buf, size_t count, pcoll_dtype_t dtype, pcoll_op_t op)
+{
+    if (op == PCOLL_AVG && count) pc_reduce_div(buf, count, dtype, ctx->size);
 }
 
 static int latency_path(pcoll_t *ctx, const void *in, void *out, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
@@ -311,61 +443,113 @@ static int latency_path(pcoll_t *ctx, const void *in, void *out, size_t count, p
     struct pc_shm_allreduce *sh = ctx->shm;
     size_t bytes = count * pcoll_dtype_size(dtype);
     uint64_t u = ++sh->use;
-    put(sh, ctx->rank, u, in, bytes, bytes, dtype, op);
+    put(sh, u, in, bytes, bytes, dtype, op);
     int rc = barrier(ctx, bytes, fn);
     if (rc == PCOLL_SUCCESS) rc = same_call(ctx, u, fn);
-    if (rc == PCOLL_SUCCESS) add_up(ctx, u, 0, out, count, dtype, op);
-    return rc;
+    if (rc != PCOLL_SUCCESS) return rc;
+    add_up(sh, u, 0, out, count, dtype);
+    /* every member sums the whole message with its column: no second
+     * barrier, the same bits in every column */
+    pcoll_request_t *req;
+    if ((rc = across_start(ctx, out, count, dtype, 0, &req, fn)) == PCOLL_SUCCESS) rc = across_wait(&req, fn);
+    if (rc != PCOLL_SUCCESS) return rc;
+    finish_avg(ctx, out, count, dtype, op);
+    return PCOLL_SUCCESS;
+}
+
+/* The slice path's state during one call. */
+typedef struct slices {
+    const char *in;
+    char *out;
+    size_t count, per_piece, es, bytes;
+    pcoll_dtype_t dtype;
+    pcoll_op_t op;
+    pcoll_request_t *across[PIPELINE_DEPTH]; /* piece j's part across nodes: [j % depth] */
+    int depth;
+} slices_t;
+
+static size_t piece_len(const slices_t *c, size_t j)
+{
+    size_t first = j * c->per_piece;
+    return c->count - first < c->per_piece ? c->count - first : c->per_piece;
+}
+
+/* Piece j, first half: every member's piece into its slot, this rank's
+ * slice of the node sum into out, then that slice across nodes. */
+static int reduce_piece(pcoll_t *ctx, slices_t *c, size_t j, const char *fn)
+{
+    struct pc_shm_allreduce *sh = ctx->shm;
+    size_t piece = piece_len(c, j), first = j * c->per_piece;
+    uint64_t u = ++sh->use;
+    put(sh, u, c->in + first * c->es, piece * c->es, c->bytes, c->dtype, c->op);
+    int rc = barrier(ctx, c->bytes, fn);
+    if (rc == PCOLL_SUCCESS && j == 0) rc = same_call(ctx, u, fn);
+    if (rc != PCOLL_SUCCESS) return rc;
+    size_t lo = pc_shm_slice_start(piece, c->es, sh->me, sh->n), hi = pc_shm_slice_start(piece, c->es, sh->me + 1, sh->n);
+    char *mine = c->out + (first + lo) * c->es;
+    add_up(sh, u, lo * c->es, mine, hi - lo, c->dtype);
+    return across_start(ctx, mine, hi - lo, c->dtype, j, &c->across[j % (size_t)c->depth], fn);
+}
+
+/* Piece j, second half: this rank's finished slice into its gather slot,
+ * and every other member's from theirs. */
+static int gather_piece(pcoll_t *ctx, slices_t *c, size_t j, const char *fn)
+{
+    struct pc_shm_allreduce *sh = ctx->shm;
+    size_t piece = piece_len(c, j), first = j * c->per_piece;
+    size_t lo = pc_shm_slice_start(piece, c->es, sh->me, sh->n), hi = pc_shm_slice_start(piece, c->es, sh->me + 1, sh->n);
+    char *dst = c->out + first * c->es;
+    int rc = across_wait(&c->across[j % (size_t)c->depth], fn);
+    if (rc != PCOLL_SUCCESS) return rc;
+    finish_avg(ctx, dst + lo * c->es, hi - lo, c->dtype, c->op);
+    uint64_t g = ++sh->guse;
+    memcpy(gather_of(sh, sh->me, g), dst + lo * c->es, (hi - lo) * c->es);
+    if ((rc = barrier(ctx, c->bytes, fn)) != PCOLL_SUCCESS) return rc;
+    for (int i = 0; i < sh->n; i++) {
+        if (i == sh->me) continue;
+        size_t a = pc_shm_slice_start(piece, c->es, i, sh->n), b = pc_shm_slice_start(piece, c->es, i + 1, sh->n);
+        memcpy(dst + a * c->es, gather_of(sh, i, g), (b - a) * c->es);
+    }
+    return PCOLL_SUCCESS;
 }
 
 static int slice_path(pcoll_t *ctx, const void *in, void *out, size_t count, pcoll_dtype_t dtype, pcoll_op_t op,
                       size_t per_piece, const char *fn)
 {
-    struct pc_shm_allreduce *sh = ctx->shm;
-    size_t es = pcoll_dtype_size(dtype), bytes = count * es;
-    int n = ctx->size, me = ctx->rank, rc;
-    for (size_t first = 0; first < count; first += per_piece) {
-        size_t piece = count - first < per_piece ? count - first : per_piece;
-        char *dst = (char *)out + first * es;
-        uint64_t u = ++sh->use;
-        put(sh, me, u, (const char *)in + first * es, piece * es, bytes, dtype, op);
-        if ((rc = barrier(ctx, bytes, fn)) != PCOLL_SUCCESS) return rc;
-        if (first == 0 && (rc = same_call(ctx, u, fn)) != PCOLL_SUCCESS) return rc;
-        size_t lo = pc_shm_slice_start(piece, es, me, n), hi = pc_shm_slice_start(piece, es, me + 1, n);
-        add_up(ctx, u, lo * es, dst + lo * es, hi - lo, dtype, op);
-        memcpy(data_of(slot_of(sh, me, u)) + lo * es, dst + lo * es, (hi - lo) * es);
-        if ((rc = barrier(ctx, bytes, fn)) != PCOLL_SUCCESS) return rc;
-        for (int r = 0; r < n; r++) {
-            if (r == me) continue;
-            size_t a = pc_shm_slice_start(piece, es, r, n), b = pc_shm_slice_start(piece, es, r + 1, n);
-            memcpy(dst + a * es, data_of(slot_of(sh, r, u)) + a * es, (b - a) * es);
-        }
+    size_t es = pcoll_dtype_size(dtype);
+    slices_t c = {in, out, count, per_piece, es, count * es, dtype, op, {NULL},
+                  ctx->shm->column.n > 1 ? PIPELINE_DEPTH : 1};
+    size_t pieces = (count + per_piece - 1) / per_piece, gathered = 0;
+    int rc = PCOLL_SUCCESS;
+    for (size_t j = 0; j < pieces && rc == PCOLL_SUCCESS; j++) {
+        rc = reduce_piece(ctx, &c, j, fn);
+        while (rc == PCOLL_SUCCESS && j + 1 - gathered >= (size_t)c.depth) rc = gather_piece(ctx, &c, gathered++, fn);
     }
-    return PCOLL_SUCCESS;
+    while (rc == PCOLL_SUCCESS && gathered < pieces) rc = gather_piece(ctx, &c, gathered++, fn);
+    if (rc != PCOLL_SUCCESS) /* the parts still in flight are given up (MPI may still use them: kept) */
+        for (int d = 0; d < c.depth; d++) pc_request_give_up(&c.across[d], fn);
+    return rc;
 }
 
 int pc_shm_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                      pcoll_op_t op, const char *fn)
 {
-    if (atomic_flag_test_and_set(&ctx->shm->busy))
+    struct pc_shm_allreduce *sh = ctx->shm;
+    if (atomic_flag_test_and_set(&sh->busy))
         return pc_error(PCOLL_ERR_STATE, fn,
                         "another thread of this rank is in a pcoll_allreduce on all ranks of this context: "
                         "collectives on one context are called one at a time");
-    pthread_mutex_lock(&ctx->lock);
-    int broken = ctx->world.next_seq >= ctx->world.broken_seq;
-    pthread_mutex_unlock(&ctx->lock);
     const void *in = sendbuf == PCOLL_IN_PLACE ? recvbuf : sendbuf;
-    ctx->shm->call_phase = ctx->shm->phase + 1;
+    sh->call_phase = sh->phase + 1;
     size_t piece;
-    int slice, rc;
-    pc_shm_shape(ctx, count, dtype, ctx->size, &piece, &slice);
-    if (broken)
-        rc = pc_error(PCOLL_ERR_STATE, fn,
-                      "an earlier operation on all ranks timed out at this rank: the ranks are out of step");
-    else if (!slice)
-        rc = latency_path(ctx, in, recvbuf, count, dtype, op, fn);
-    else
-        rc = slice_path(ctx, in, recvbuf, count, dtype, op, piece, fn);
-    atomic_flag_clear(&ctx->shm->busy);
+    int slice;
+    pc_shm_shape(ctx, count, dtype, sh->n, sh->column.n, &piece, &slice);
+    /* the numbers of its parts across nodes (none on one node) */
+    uint64_t parts = sh->column.n == 1 ? 0 : slice ? (count + piece - 1) / piece : 1;
+    int rc = pc_world_reserve(ctx, parts, &sh->first_part, fn);
+    if (rc == PCOLL_SUCCESS)
+        rc = slice ? slice_path(ctx, in, recvbuf, count, dtype, op, piece, fn)
+                   : latency_path(ctx, in, recvbuf, count, dtype, op, fn);
+    atomic_flag_clear(&sh->busy);
     return rc;
 }

@@ -1,18 +1,23 @@
 /*
- * Blocking allreduces of every rank of a context that lives on one node,
- * through node-shared memory instead of messages (docs/algorithms.md,
+ * Blocking allreduces of every rank of a context through node-shared
+ * memory instead of messages inside each node (docs/algorithms.md,
  * "Node-shared allreduce": a latency path for small messages, a slice path
- * for larger ones).
+ * for larger ones), and across nodes hierarchically: each member of a node
+ * takes its slice of the node's sum across the nodes with its column, the
+ * slices of several pieces in flight at once.
  *
  * Used by pcoll_allreduce (blocking, all ranks, no forced algorithm) when
- * the context has the segment (pcoll_init made it: every rank on one node,
- * PCOLL_SHM_ALLREDUCE_BYTES > 0, shared memory and doorbells at hand) and
- * the message is at most PCOLL_SHM_ALLREDUCE_BYTES.  Persistent plans whose
- * members share a node run the same layout as a schedule (algo/shm.c, in
- * a segment of their own: shm_group.h); nonblocking calls and group calls
- * keep the message algorithms.  Its sums are those of the direct algorithm,
- * bit for bit (the n vectors added in rank order at every rank), on either
- * path.
+ * the context has the segments (pcoll_init made them: every node holds as
+ * many ranks, PCOLL_SHM_ALLREDUCE_BYTES > 0, shared memory and doorbells
+ * at hand on every node) and the message is at most
+ * PCOLL_SHM_ALLREDUCE_BYTES (with one rank per node, only where the slice
+ * path applies).  Persistent plans whose members share a node run the same
+ * layout as a schedule (algo/shm.c, in a segment of their own:
+ * shm_group.h); nonblocking calls and group calls keep the message
+ * algorithms.  On one node its sums are those of the direct algorithm, bit
+ * for bit (the n vectors added in rank order at every rank), on either
+ * path; across nodes the node sums are combined in the column algorithm's
+ * order, the same bits at every rank.
  */
 #ifndef PC_CORE_SHM_ALLREDUCE_H
 #define PC_CORE_SHM_ALLREDUCE_H
@@ -26,12 +31,15 @@
  * else left NULL.  PCOLL_SUCCESS, or an MPI failure. */
 int pc_shm_allreduce_open(pcoll_t *ctx);
 
-/* The shape of a node-shared allreduce of count x dtype among n members,
- * the same for the blocking path and for plans' schedules: *slice = 1 for
- * the slice path (the message is larger than a slot, or (n - 1) x bytes is
- * above PCOLL_SHM_SLICE_BYTES), *piece = elements per piece (the slot's
- * worth; the whole message on the latency path, at least 1). */
-void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, size_t *piece, int *slice);
+/* The shape of a node-shared allreduce of count x dtype among n members
+ * on each of `nodes` nodes, the same for the blocking path and for plans'
+ * schedules (one node): *slice = 1 for the slice path (the message is
+ * larger than a slot, or too large for the latency path: on one node
+ * (n - 1) x bytes above PCOLL_SHM_SLICE_BYTES, across nodes n x bytes
+ * above 8 KiB), *piece = elements per piece (the slot's worth; the whole
+ * message on the latency path, at least 1). */
+void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, int nodes, size_t *piece,
+                  int *slice);
 /* Collective (at finalize, and when pcoll_init fails after opening it). */
 void pc_shm_allreduce_close(pcoll_t *ctx);
 
@@ -39,7 +47,9 @@ void pc_shm_allreduce_close(pcoll_t *ctx);
  * by the settings: at most PCOLL_SHM_ALLREDUCE_BYTES, no forced algorithm,
  * and (tuned) no tuning table row against it.  The same at every rank. */
 int pc_shm_allowed(const pcoll_t *ctx, int n, size_t bytes, int tuned);
-/* 1 if a blocking all-ranks allreduce of this size takes the path. */
+/* 1 if a blocking all-ranks allreduce of this size takes the path (one
+ * rank per node: the slice path only; the latency path would be the
+ * message algorithm and a copy). */
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes);
 /* The same for count elements of dtype (0 for a type that is not one). */
 int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype);

@@ -53,7 +53,7 @@ void pc_shm_group_open(pcoll_t *ctx, const int *group, int n, int me, size_t cou
     if (!want) return; /* the same at every member: nobody opens */
     size_t piece;
     int slice;
-    pc_shm_shape(ctx, count, dtype, n, &piece, &slice);
+    pc_shm_shape(ctx, count, dtype, n, 1, &piece, &slice);
     size_t stride = up((piece < count ? piece : count) * pcoll_dtype_size(dtype)); /* a small message: its size */
     size_t member = LINE + 2 * stride;
     pc_shm_group_t *g = calloc(1, sizeof *g);

@@ -84,7 +84,8 @@ static void run_layout(pcoll_t *ctx, unsigned long long seed, int mode, pcoll_dt
 {
     /* the algorithm that adds every element in the buckets' order */
     pcoll_allreduce_algo_t same_order =
-        pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_SHM ? PCOLL_ALGO_DIRECT : PCOLL_ALGO_RECDBL;
+        pcoll_node_count(ctx) == 1 && pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_SHM ? PCOLL_ALGO_DIRECT
+                                                                                      : PCOLL_ALGO_RECDBL;
     size_t es = pcoll_dtype_size(dt);
     layout_t x;
     make_layout(&x, seed, mode, es);
