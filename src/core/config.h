@@ -35,8 +35,8 @@ typedef struct pc_config {
 void pc_config_defaults(pc_config_t *cfg);
 /* The defaults that depend on the machine, for the variables the
  * environment did not set; oversubscribed: this node runs more threads
- * than it has CPUs. */
-void pc_config_for_machine(pc_config_t *cfg, int oversubscribed);
+ * than it has CPUs; nodes: the context's nodes. */
+void pc_config_for_machine(pc_config_t *cfg, int oversubscribed, int nodes);
 
 /* Parses the PCOLL_* variables that are set into cfg.  Returns
  * PCOLL_ERR_CONFIG naming the variable (under the name fn) when one is

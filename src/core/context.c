@@ -225,7 +225,7 @@ static int init_tables(pcoll_t *ctx, pc_config_t *cfg, const char *fn)
     int local = 1;
     int rc = make_node_map(ctx, cfg->ranks_per_node, &local, fn);
     ctx->oversubscribed = oversubscribed(local);
-    pc_config_for_machine(cfg, ctx->oversubscribed);
+    pc_config_for_machine(cfg, ctx->oversubscribed, rc == PCOLL_SUCCESS ? ctx->nodes.count : 1);
     atomic_init(&ctx->algo, (int)cfg->algo);
     atomic_init(&ctx->direct_bytes, cfg->direct_bytes);
     atomic_init(&ctx->small_bytes, cfg->small_bytes);

@@ -146,12 +146,23 @@ static void machine_and_agreement(void)
     setenv("PCOLL_SPIN_US", "30", 1);
     int bad;
     CHECK(pc_config_from_env(&c, "test", &bad) == PCOLL_SUCCESS);
-    pc_config_for_machine(&c, 1); /* oversubscribed: the unset spin drops to 0, the set one stays */
-    CHECK(c.policy.idle_spin_us == 30 && c.policy.wait_spin_us == 0);
+    pc_config_for_machine(&c, 1, 1); /* oversubscribed: the unset spin drops to 0, the set one stays */
+    CHECK(c.policy.idle_spin_us == 30 && c.policy.wait_spin_us == 0 && c.policy.max_sleep_us == 200);
     unsetenv("PCOLL_SPIN_US");
     pc_config_defaults(&c);
-    pc_config_for_machine(&c, 0);
-    CHECK(c.policy.idle_spin_us == 50 && c.policy.wait_spin_us == 50);
+    pc_config_for_machine(&c, 0, 1);
+    CHECK(c.policy.idle_spin_us == 50 && c.policy.wait_spin_us == 50 && c.policy.max_sleep_us == 200);
+    /* across nodes: shorter pauses between polls, unless set */
+    pc_config_for_machine(&c, 0, 4);
+    CHECK(c.policy.max_sleep_us == 20);
+    setenv("PCOLL_POLL_MAX_US", "300", 1);
+    pc_config_defaults(&c);
+    CHECK(pc_config_from_env(&c, "test", &bad) == PCOLL_SUCCESS);
+    pc_config_for_machine(&c, 0, 4);
+    CHECK(c.policy.max_sleep_us == 300);
+    unsetenv("PCOLL_POLL_MAX_US");
+    pc_config_defaults(&c);
+    pc_config_for_machine(&c, 0, 1);
     pc_agree_field_t f[PC_CONFIG_MAX_VARS];
     int n = pc_config_fields(&c, f);
     CHECK(n == pc_config_nvars());
