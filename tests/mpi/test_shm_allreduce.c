@@ -65,19 +65,17 @@ static int per_node(void)
 }
 
 /* The blocking path exists: every node holds as many ranks (one machine
- * here, or an emulated cluster of equal nodes) */
-static int path_exists(void) { return size >= 2 && size % per_node() == 0; }
-
-static int on_one_node(void)
+ * here, or an emulated cluster of equal nodes; blocks of
+ * PCOLL_RANKS_PER_NODE leave a smaller last one unless they divide size) */
+static int path_exists(void)
 {
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int n;
-    MPI_Comm_size(node, &n);
-    MPI_Comm_free(&node);
-    const char *per = getenv("PCOLL_RANKS_PER_NODE");
-    return n == size && !(per && atoi(per) > 0 && atoi(per) < size);
+    int k = per_node(), lo = k, hi = k;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return size >= 2 && lo == hi && size % k == 0;
 }
+
+static int on_one_node(void) { return per_node() == size; }
 
 static void choice(pcoll_t *ctx, int expect)
 {
