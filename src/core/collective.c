@@ -395,6 +395,18 @@ int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
     return finish(req, pc_op_wait(req, __func__), __func__); /* normally runs the operation itself */
 }
 
+/* A nonblocking operation goes to the holder and into the application's
+ * hands (a live request until it is waited for). */
+static void post_live(pcoll_request_t *req, pcoll_request_t **out)
+{
+    pcoll_t *ctx = req->ctx;
+    pc_op_post(req, 0);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->live_requests++;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = req;
+}
+
 int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                      pcoll_op_t op, const int *group, int group_size, pcoll_request_t **out)
 {
@@ -403,11 +415,7 @@ int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
     pcoll_request_t *req;
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
     if (rc != PCOLL_SUCCESS) return rc;
-    pc_op_post(req, 0);
-    pthread_mutex_lock(&ctx->lock);
-    ctx->live_requests++;
-    pthread_mutex_unlock(&ctx->lock);
-    *out = req;
+    post_live(req, out);
     return PCOLL_SUCCESS;
 }
 
@@ -467,11 +475,7 @@ int pc_world_part_start(pcoll_t *ctx, void *buf, size_t count, pcoll_dtype_t dty
         req_recycle(req);
         return rc;
     }
-    pc_op_post(req, 0);
-    pthread_mutex_lock(&ctx->lock);
-    ctx->live_requests++;
-    pthread_mutex_unlock(&ctx->lock);
-    *out = req;
+    post_live(req, out);
     return PCOLL_SUCCESS;
 }
 
