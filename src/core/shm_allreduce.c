@@ -477,6 +477,13 @@ static size_t piece_len(const slices_t *c, size_t j)
     return c->count - first < c->per_piece ? c->count - first : c->per_piece;
 }
 
+/* Member i's slice [*lo, *hi) of a piece of `piece` elements. */
+static void slice_of(const struct pc_shm_allreduce *sh, size_t piece, size_t es, int i, size_t *lo, size_t *hi)
+{
+    *lo = pc_shm_slice_start(piece, es, i, sh->n);
+    *hi = pc_shm_slice_start(piece, es, i + 1, sh->n);
+}
+
 /* Piece j, first half: every member's piece into its slot, this rank's
  * slice of the node sum into out, then that slice across nodes. */
 static int reduce_piece(pcoll_t *ctx, slices_t *c, size_t j, const char *fn)
@@ -488,7 +495,8 @@ static int reduce_piece(pcoll_t *ctx, slices_t *c, size_t j, const char *fn)
     int rc = barrier(ctx, c->bytes, fn);
     if (rc == PCOLL_SUCCESS && j == 0) rc = same_call(ctx, u, fn);
     if (rc != PCOLL_SUCCESS) return rc;
-    size_t lo = pc_shm_slice_start(piece, c->es, sh->me, sh->n), hi = pc_shm_slice_start(piece, c->es, sh->me + 1, sh->n);
+    size_t lo, hi;
+    slice_of(sh, piece, c->es, sh->me, &lo, &hi);
     char *mine = c->out + (first + lo) * c->es;
     add_up(sh, u, lo * c->es, mine, hi - lo, c->dtype);
     return across_start(ctx, mine, hi - lo, c->dtype, j, &c->across[j % (size_t)c->depth], fn);
@@ -500,7 +508,8 @@ static int gather_piece(pcoll_t *ctx, slices_t *c, size_t j, const char *fn)
 {
     struct pc_shm_allreduce *sh = ctx->shm;
     size_t piece = piece_len(c, j), first = j * c->per_piece;
-    size_t lo = pc_shm_slice_start(piece, c->es, sh->me, sh->n), hi = pc_shm_slice_start(piece, c->es, sh->me + 1, sh->n);
+    size_t lo, hi;
+    slice_of(sh, piece, c->es, sh->me, &lo, &hi);
     char *dst = c->out + first * c->es;
     int rc = across_wait(&c->across[j % (size_t)c->depth], fn);
     if (rc != PCOLL_SUCCESS) return rc;
@@ -510,7 +519,8 @@ static int gather_piece(pcoll_t *ctx, slices_t *c, size_t j, const char *fn)
     if ((rc = barrier(ctx, c->bytes, fn)) != PCOLL_SUCCESS) return rc;
     for (int i = 0; i < sh->n; i++) {
         if (i == sh->me) continue;
-        size_t a = pc_shm_slice_start(piece, c->es, i, sh->n), b = pc_shm_slice_start(piece, c->es, i + 1, sh->n);
+        size_t a, b;
+        slice_of(sh, piece, c->es, i, &a, &b);
         memcpy(dst + a * c->es, gather_of(sh, i, g), (b - a) * c->es);
     }
     return PCOLL_SUCCESS;
