@@ -313,8 +313,10 @@ PCOLL_API int pcoll_set_allreduce_thresholds(pcoll_t *ctx, size_t direct_bytes, 
  * for that many ranks; one rank per node: only the sizes above 8 KiB, which
  * pipeline), the same bits at every rank.  So does a persistent plan
  * (pcoll_allreduce_init) whose members share a node, as a nonblocking
- * schedule in a segment of its own; nonblocking calls and group calls of
- * that size use the rule above. */
+ * schedule in a segment of its own, and a blocking call with a member list
+ * whose ranks share a node (sums in the list's order; reported for any
+ * group_size below the context's size when the context is one node);
+ * nonblocking calls, and groups across nodes, use the rule above. */
 PCOLL_API pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes, int group_size);
 PCOLL_API const char *pcoll_allreduce_algo_name(pcoll_allreduce_algo_t algo);
 /* The number of nodes of the context's node map: machines whose ranks share

@@ -16,6 +16,7 @@
 
 #include "../util/error.h"
 #include "context.h"
+#include "op.h"
 
 #define MSG_WORDS 50 /* a failing member's message: 400 bytes */
 
@@ -48,7 +49,7 @@ static int sum(const pc_agree_over_t *o, int64_t *buf, size_t count, const char 
      * timeout and an earlier timed-out operation on all ranks is no matter */
     const int *group = o->group ? o->group : o->ctx->all_ranks;
     int n = o->group ? o->group_size : o->ctx->size;
-    int rc = pcoll_allreduce(o->ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, n);
+    int rc = pc_allreduce_agreed(o->ctx, buf, count, group, n);
     return rc == PCOLL_SUCCESS ? rc
                                : pc_error(rc, fn, "checking the call against the other members failed: %s",
                                           pcoll_last_error());

@@ -26,10 +26,12 @@
 #include "../util/error.h"
 #include "../util/log.h"
 #include "agree.h"
+#include "groupmap.h"
 #include "op.h"
 #include "plan.h"
 #include "shm_allreduce.h"
 #include "shm_group.h"
+#include "shm_group_call.h"
 #include "stall.h"
 
 /* Built schedules are kept for reuse while they fit in these bounds. */
@@ -383,16 +385,46 @@ static int shm_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
     return pc_shm_allreduce(ctx, sendbuf, recvbuf, count, dtype, op, fn);
 }
 
+/* A blocking call of a group whose members share a node: node-shared
+ * memory (shm_group_call.h) when the path takes it: 1 and *rc (a bad
+ * list's error too); 0 and nothing done otherwise (the message
+ * algorithms serve it). */
+static int shm_group_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                          pcoll_op_t op, const int *group, int group_size, int any_algo, const char *fn, int *rc)
+{
+    int me;
+    if (!ctx->shm_calls || group_size < 2 || !pc_dtype_valid(dtype)) return 0;
+    if ((*rc = pc_group_validate(group, group_size, ctx->size, ctx->rank, fn, &me)) != PCOLL_SUCCESS) return 1;
+    if (!pc_shm_group_call_takes(ctx, group, group_size, count, dtype, any_algo)) return 0;
+    *rc = pc_op_check_args(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+    if (*rc == PCOLL_SUCCESS) *rc = pc_shm_group_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, me, fn);
+    return 1;
+}
+
 int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                     pcoll_op_t op, const int *group, int group_size)
 {
-    if (ctx && !group && pc_ctx_check(ctx, __func__) == PCOLL_SUCCESS && pc_shm_allreduce_takes(ctx, count, dtype))
-        return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, __func__);
+    if (ctx && pc_ctx_check(ctx, __func__) == PCOLL_SUCCESS) {
+        if (!group && pc_shm_allreduce_takes(ctx, count, dtype))
+            return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, __func__);
+        int rc;
+        if (group && shm_group_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, __func__, &rc))
+            return rc;
+    }
     pcoll_request_t *req;
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
     if (rc != PCOLL_SUCCESS) return rc;
     pc_op_post(req, 1);
     return finish(req, pc_op_wait(req, __func__), __func__); /* normally runs the operation itself */
+}
+
+int pc_allreduce_agreed(pcoll_t *ctx, int64_t *buf, size_t count, const int *group, int group_size)
+{
+    int rc;
+    if (shm_group_call(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size, 1,
+                       "pcoll_allreduce", &rc))
+        return rc;
+    return pcoll_allreduce(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size);
 }
 
 /* A nonblocking operation goes to the holder and into the application's
@@ -497,5 +529,9 @@ pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes
 {
     if (!ctx) return PCOLL_ALGO_AUTO;
     if (group_size == ctx->size && pc_shm_allreduce_fits(ctx, bytes)) return PCOLL_ALGO_SHM;
+    /* a group: on one node every member list shares it */
+    if (group_size < ctx->size && ctx->shm_calls && ctx->nodes.count == 1 && bytes <= ctx->shm_sizes.max_bytes &&
+        pc_shm_allowed(ctx, group_size, bytes, 1))
+        return PCOLL_ALGO_SHM;
     return pc_ctx_algo(ctx, PC_USE_CALL, bytes, group_size);
 }

@@ -18,6 +18,7 @@
 #include "../util/log.h"
 #include "agree.h"
 #include "shm_allreduce.h"
+#include "shm_group_call.h"
 #include "op.h"
 #include "service.h"
 #include "stall.h"
@@ -147,6 +148,7 @@ static long tag_ub_of(MPI_Comm comm)
 
 static void destroy(pcoll_t *ctx)
 {
+    pc_shm_group_call_close(ctx);
     pc_shm_allreduce_close(ctx);
     if (ctx->engine) pc_engine_destroy(ctx->engine);
     pc_service_destroy(ctx->service);
@@ -272,6 +274,8 @@ static int init_engine(pcoll_t *ctx, const pc_config_t *cfg, const char *fn)
     pc_engine_wait(ctx->engine, nothing_inflight, ctx);
     if ((rc = pc_agree_step(&over, fn, pc_shm_allreduce_open(ctx))) != PCOLL_SUCCESS)
         return rc;
+    /* without it a group's members would disagree on the path: all or none */
+    if ((rc = pc_agree_step(&over, fn, pc_shm_group_call_open(ctx))) != PCOLL_SUCCESS) return rc;
     int mrc = MPI_Barrier(ctx->comm);
     return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : pc_mpi_error(mrc, fn, "MPI_Barrier");
 }

@@ -61,6 +61,7 @@ struct pcoll_ctx {
     _Atomic size_t direct_bytes, small_bytes;
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
     struct pc_shm_allreduce *shm; /* blocking world allreduces in node-shared memory, or NULL */
+    struct pc_shm_group_calls *shm_calls; /* blocking group allreduces there (with shm), or NULL */
     pc_tuning_t *tuning;          /* PCOLL_TUNING_FILE's table (agreed), or NULL */
     pc_shm_sizes_t shm_sizes;     /* node-shared allreduces: blocking calls and plans */
     _Atomic double stall_warn_s, timeout_s;

@@ -1,5 +1,6 @@
 #include "groupmap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,19 @@ int pc_group_validate(const int *ranks, int n, int size, int rank, const char *f
     if (rc == PCOLL_SUCCESS && *me < 0)
         rc = pc_error(PCOLL_ERR_GROUP, fn, "the calling rank %d is not a member of the group", rank);
     return rc;
+}
+
+void pc_group_text(const int *ranks, int n, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "group [");
+    for (int i = 0; i < n && at < len; i++) {
+        if (i == 8 && n > 10) {
+            at += (size_t)snprintf(buf + at, len - at, ", ... (%d ranks)", n);
+            break;
+        }
+        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? ", " : "", ranks[i]);
+    }
+    if (at < len) snprintf(buf + at, len - at, "]");
 }
 
 int pc_group_index(const pcoll_t *ctx, const int *group, int group_size, const char *fn, int *me)

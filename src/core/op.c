@@ -391,19 +391,10 @@ int pc_op_abandon(pcoll_request_t *req)
 
 static void group_text(const pc_group_t *g, char *buf, size_t len)
 {
-    if (g->world) {
+    if (g->world)
         snprintf(buf, len, "all %d ranks", g->n);
-        return;
-    }
-    size_t at = (size_t)snprintf(buf, len, "group [");
-    for (int i = 0; i < g->n && at < len; i++) {
-        if (i == 8 && g->n > 10) {
-            at += (size_t)snprintf(buf + at, len - at, ", ... (%d ranks)", g->n);
-            break;
-        }
-        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? ", " : "", g->ranks[i]);
-    }
-    if (at < len) snprintf(buf + at, len - at, "]");
+    else
+        pc_group_text(g->ranks, g->n, buf, len);
 }
 
 static void fallback_messages(pcoll_request_t *req, pc_stall_probe_t *p)

@@ -131,4 +131,10 @@ int pc_op_abandon(pcoll_request_t *req);
 /* Stall describer of an operation (holder). */
 void pc_op_describe(void *req, pc_stall_probe_t *p);
 
+/* The library's own agreements (agree.c): a blocking int64 sum over the
+ * member list that takes the same path at every member whatever
+ * algorithm a rank forces (node-shared memory where a group call could
+ * take it, else pcoll_allreduce). */
+int pc_allreduce_agreed(pcoll_t *ctx, int64_t *buf, size_t count, const int *group, int group_size);
+
 #endif

@@ -5,10 +5,11 @@
  *
  *   rank r's segment (MPI_Win_allocate_shared, mapped once at pcoll_init):
  *     | control: arrived sleeps | slot 0: header | data | slot 1: ... |
- *     | gather 0 | gather 1 | counter |
+ *     | gather 0 | gather 1 | counter | group calls' area |
  *     (each part 64 B aligned; a slot's header of 32 B, its data after it,
  *     PCOLL_SHM_CHUNK_BYTES of data; a gather slot holds a member's slice
- *     of a piece; member 0's counter counts the node's barrier arrivals)
+ *     of a piece; member 0's counter counts the node's barrier arrivals;
+ *     the area serves blocking group calls: shm_group_call.c)
  *
  *   Barrier phase p (numbered alike at every member of a node): arrived =
  *   p, then counter += 1; the member that makes it n * p (the last to come)
@@ -78,6 +79,7 @@
 #include "../util/error.h"
 #include "op.h"
 #include "plan.h"
+#include "shm_group_call.h"
 #include "stall.h"
 
 #define LINE 64
@@ -239,8 +241,8 @@ int pc_shm_allreduce_open(pcoll_t *ctx)
     pc_nodemem_t mem;
     /* collective over every rank: none of a node gets a segment unless all
      * of it ask */
-    int rc = pc_nodemem_create(ctx->comm, ctx->node_comm, sh ? LINE + 2 * stride + 2 * gstride + LINE : LINE,
-                               sh != NULL, &mem);
+    size_t bytes = sh ? LINE + 2 * stride + 2 * gstride + LINE + pc_shm_group_call_area_bytes(chunk, sh->n) : LINE;
+    int rc = pc_nodemem_create(ctx->comm, ctx->node_comm, bytes, sh != NULL, &mem);
     /* and the nodes agree: a rank of every node takes its part in every call */
     int have = rc == PCOLL_SUCCESS && sh;
     if (MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS) have = 0;
@@ -269,9 +271,24 @@ void pc_shm_allreduce_close(pcoll_t *ctx)
     ctx->shm = NULL;
 }
 
+int pc_shm_group_areas(const pcoll_t *ctx, char **area, size_t *data_bytes)
+{
+    const struct pc_shm_allreduce *sh = ctx->shm;
+    if (!sh) return 0;
+    *data_bytes = slot_bytes(&ctx->shm_sizes);
+    if (area)
+        for (int k = 0; k < sh->n; k++) area[k] = seg_of(sh, k) + LINE + 2 * sh->stride + 2 * sh->gstride + LINE;
+    return 1;
+}
+
 int pc_shm_allowed(const pcoll_t *ctx, int n, size_t bytes, int tuned)
 {
-    if (n < 2 || bytes > ctx->shm_sizes.max_bytes || atomic_load(&ctx->algo) != PCOLL_ALGO_AUTO) return 0;
+    return atomic_load(&ctx->algo) == PCOLL_ALGO_AUTO && pc_shm_allowed_any_algo(ctx, n, bytes, tuned);
+}
+
+int pc_shm_allowed_any_algo(const pcoll_t *ctx, int n, size_t bytes, int tuned)
+{
+    if (n < 2 || bytes > ctx->shm_sizes.max_bytes) return 0;
     /* a tuning table that measured a message algorithm faster at this size */
     pcoll_allreduce_algo_t pick = tuned ? pc_tuning_lookup(ctx->tuning, n, ctx->nodes.count, bytes) : PCOLL_ALGO_AUTO;
     return pick == PCOLL_ALGO_AUTO || pick == PCOLL_ALGO_SHM;

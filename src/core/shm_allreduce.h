@@ -13,7 +13,8 @@
  * PCOLL_SHM_ALLREDUCE_BYTES (with one rank per node, only where the slice
  * path applies).  Persistent plans whose members share a node run the same
  * layout as a schedule (algo/shm.c, in a segment of their own:
- * shm_group.h); nonblocking calls and group calls keep the message
+ * shm_group.h); blocking group calls on one node use areas of the same
+ * segments (shm_group_call.h); nonblocking calls keep the message
  * algorithms.  On one node its sums are those of the direct algorithm, bit
  * for bit (the n vectors added in rank order at every rank), on either
  * path; across nodes the node sums are combined in the column algorithm's
@@ -47,12 +48,20 @@ void pc_shm_allreduce_close(pcoll_t *ctx);
  * by the settings: at most PCOLL_SHM_ALLREDUCE_BYTES, no forced algorithm,
  * and (tuned) no tuning table row against it.  The same at every rank. */
 int pc_shm_allowed(const pcoll_t *ctx, int n, size_t bytes, int tuned);
+/* The same whatever algorithm this rank forces (the library's own
+ * agreements, which must take one path at every member). */
+int pc_shm_allowed_any_algo(const pcoll_t *ctx, int n, size_t bytes, int tuned);
 /* 1 if a blocking all-ranks allreduce of this size takes the path (one
  * rank per node: the slice path only; the latency path would be the
  * message algorithm and a copy). */
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes);
 /* The same for count elements of dtype (0 for a type that is not one). */
 int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype);
+
+/* Group calls' areas (shm_group_call.h), one per rank of this node in its
+ * segment: 1 if the context has the segments, with area[k] set for node
+ * rank k (area may be NULL) and *slot_bytes the data a slot holds; else 0. */
+int pc_shm_group_areas(const pcoll_t *ctx, char **area, size_t *slot_bytes);
 
 /* The operation (arguments already checked, the path fits): PCOLL_SUCCESS,
  * or PCOLL_ERR_TIMEOUT naming the ranks that have not started it. */

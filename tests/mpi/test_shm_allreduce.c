@@ -2,7 +2,8 @@
  * The node-shared allreduce (src/core/shm_allreduce.c):
  *   - pcoll_allreduce_algo_for says shm exactly where the path applies
  *     (every rank on one node, all ranks, up to PCOLL_SHM_ALLREDUCE_BYTES)
- *     and not for groups, larger sizes or a forced algorithm;
+ *     (and for a group on one node: shm_group_call.c) and not for larger
+ *     sizes or a forced algorithm;
  *   - every type, SUM and AVG, in place and not, sizes from one element to
  *     several slots' worth (latency path, slice path in one and in several
  *     pieces, slices that are not whole lines): bit for bit the direct
@@ -87,7 +88,8 @@ static void choice(pcoll_t *ctx, int expect)
     CHECK((pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_SHM) == (expect && per_node() > 1));
     CHECK((pcoll_allreduce_algo_for(ctx, limit, size) == PCOLL_ALGO_SHM) == expect);
     CHECK(pcoll_allreduce_algo_for(ctx, limit + 1, size) != PCOLL_ALGO_SHM);
-    if (size > 2) CHECK(pcoll_allreduce_algo_for(ctx, 8, size - 1) != PCOLL_ALGO_SHM);
+    /* a group: the path of group calls, on one node */
+    if (size > 2) CHECK((pcoll_allreduce_algo_for(ctx, 8, size - 1) == PCOLL_ALGO_SHM) == (expect && on_one_node()));
     CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_RECDBL));
     CHECK(pcoll_allreduce_algo_for(ctx, 8, size) == PCOLL_ALGO_RECDBL);
     CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));

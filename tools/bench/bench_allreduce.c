@@ -41,6 +41,9 @@ static const char *help =
     "                  pcoll_us, mpi_us, impi_us, ratio (+ pcoll_min_us, pcoll_avg_us;\n"
     "                  with --plan: plan_us, ipcoll_us, plan_ratio)\n"
     "  --no-verify     do not compare pcoll's results with MPI_Allreduce's\n"
+    "  --group G       a group call: ranks 0..G-1 as the member list (pcoll) and\n"
+    "                  their communicator (MPI); the other ranks wait (default:\n"
+    "                  all ranks; JSON adds group_size)\n"
     "  --tune FILE     instead: time every algorithm that applies at each size and\n"
     "                  write the fastest as this rank and node count's rows of the\n"
     "                  tuning table FILE (other rows kept), for PCOLL_TUNING_FILE;\n"
@@ -57,13 +60,17 @@ enum { V_PCOLL, V_MPI, V_IMPI, V_PLAN, V_IPCOLL, NV };
 enum { BLOCKS = 5, SETTLE_US = 2000 };
 
 static pcoll_plan_t *plan; /* V_PLAN: the current size's */
+/* --group: the member list 0..G-1 (pcoll), their communicator (MPI) */
+static int *members, nmembers, member = 1;
+static MPI_Comm peers = MPI_COMM_WORLD;
 
 static void run_one(int v, pcoll_t *ctx, const float *in, float *out, size_t count)
 {
+    if (!member) return;
     if (v == V_PLAN || v == V_IPCOLL) {
         pcoll_request_t *req;
         int rc = v == V_PLAN ? pcoll_start(plan, &req)
-                             : pcoll_iallreduce(ctx, in, out, count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0, &req);
+                             : pcoll_iallreduce(ctx, in, out, count, PCOLL_FLOAT32, PCOLL_SUM, members, nmembers, &req);
         if (rc == PCOLL_SUCCESS) rc = pcoll_wait(&req);
         if (rc != PCOLL_SUCCESS) {
             fprintf(stderr, "%s + pcoll_wait: %s\n", v == V_PLAN ? "pcoll_start" : "pcoll_iallreduce",
@@ -71,16 +78,16 @@ static void run_one(int v, pcoll_t *ctx, const float *in, float *out, size_t cou
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     } else if (v == V_PCOLL) {
-        int rc = pcoll_allreduce(ctx, in, out, count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0);
+        int rc = pcoll_allreduce(ctx, in, out, count, PCOLL_FLOAT32, PCOLL_SUM, members, nmembers);
         if (rc != PCOLL_SUCCESS) {
             fprintf(stderr, "pcoll_allreduce: %s\n", pcoll_last_error());
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     } else if (v == V_MPI) {
-        MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, peers);
     } else {
         MPI_Request r;
-        MPI_Iallreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Iallreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, peers, &r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
 }
@@ -96,7 +103,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     const char *prog = "pcoll-bench allreduce";
     size_t min_bytes = 8, max_bytes = (size_t)64 << 20;
     long iters = 0, warmup = 3;
-    int json = 0, verify = 1, with_plan = 0;
+    int json = 0, verify = 1, with_plan = 0, group = 0;
     const char *tune_file = NULL;
     double link_rate = 0; /* bit/s; 0: not given */
     pcoll_allreduce_algo_t algo = PCOLL_ALGO_AUTO;
@@ -105,7 +112,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                                    {"algo", required_argument, 0, 'a'},      {"json", no_argument, 0, 'j'},
                                    {"no-verify", no_argument, 0, 'n'},       {"plan", no_argument, 0, 'p'},
                                    {"link-rate", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
-                                   {"tune", required_argument, 0, 't'},
+                                   {"tune", required_argument, 0, 't'},      {"group", required_argument, 0, 'g'},
                                    {0, 0, 0, 0}};
     int c;
     opterr = 0;
@@ -125,6 +132,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
             break;
         case 'j': json = 1; break;
         case 'n': verify = 0; break;
+        case 'g': group = (int)tool_flag_long(prog, "--group", optarg, 2, size); break;
         case 'p': with_plan = 1; break;
         case 'l': link_rate = tool_flag_rate(prog, "--link-rate", optarg); break;
         case 't':
@@ -141,8 +149,20 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     tool_byte_range(prog, &min_bytes, max_bytes);
     if (max_bytes / 4 > (size_t)INT32_MAX) tool_usage_error(prog, "--max-bytes: MPI counts are limited to 2^31-1");
 
-    if (tune_file && (algo != PCOLL_ALGO_AUTO || with_plan || link_rate > 0))
-        tool_usage_error(prog, "--tune measures every algorithm itself: no --algo, --plan or --link-rate with it");
+    if (tune_file && (algo != PCOLL_ALGO_AUTO || with_plan || link_rate > 0 || group))
+        tool_usage_error(prog,
+                         "--tune measures every algorithm itself: no --algo, --plan, --link-rate or --group with it");
+    if (group && link_rate > 0) tool_usage_error(prog, "--link-rate is for calls of all ranks: not with --group");
+    if (group) {
+        nmembers = group;
+        if (!(members = malloc(sizeof(int) * (size_t)group))) {
+            fprintf(stderr, "%s: out of memory\n", prog);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        for (int i = 0; i < group; i++) members[i] = i;
+        member = rank < group;
+        MPI_Comm_split(MPI_COMM_WORLD, member, rank, &peers);
+    }
     pcoll_t *ctx = tool_pcoll_init();
     if (tune_file) {
         int code = bench_allreduce_tune(ctx, tune_file, min_bytes, max_bytes, iters, json, rank, size);
@@ -162,8 +182,8 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
     for (size_t i = 0; i < maxcount; i++) in[i] = (float)((int)((i * 7 + (size_t)rank * 13) % 97) - 48);
 
     if (rank == 0 && !json) {
-        printf("# pcoll-bench allreduce: %d ranks, float32 sum; time = median over repetitions of the slowest rank\n",
-               size);
+        printf("# pcoll-bench allreduce: %d ranks%s, float32 sum; time = median over repetitions of the slowest rank\n",
+               size, group ? " (a group call of the first --group ranks)" : "");
         printf("%10s  %-12s %6s %11s %11s %11s %9s", "bytes", "algo", "reps", "pcoll_us", "mpi_us", "impi_us",
                "pcoll/mpi");
         if (with_plan) printf(" %11s %11s %10s", "plan_us", "ipcoll_us", "plan/pcoll");
@@ -175,7 +195,9 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         size_t count = bytes / 4;
         int reps = iters ? (int)iters : auto_iters(bytes);
         if (with_plan &&
-            pcoll_allreduce_init(ctx, in, out[V_PLAN], count, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0, &plan) != PCOLL_SUCCESS) {
+            member &&
+            pcoll_allreduce_init(ctx, in, out[V_PLAN], count, PCOLL_FLOAT32, PCOLL_SUM, members, nmembers, &plan) !=
+                PCOLL_SUCCESS) {
             fprintf(stderr, "%s: pcoll_allreduce_init: %s\n", prog, pcoll_last_error());
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -204,7 +226,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
             MPI_Allreduce(t[v], fast[v], reps, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
             MPI_Allreduce(t[v], sum[v], reps, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         }
-        int bad = verify && (memcmp(out[V_PCOLL], out[V_MPI], count * sizeof(float)) != 0 ||
+        int bad = verify && member && (memcmp(out[V_PCOLL], out[V_MPI], count * sizeof(float)) != 0 ||
                              (with_plan && (memcmp(out[V_PLAN], out[V_MPI], count * sizeof(float)) != 0 ||
                                             memcmp(out[V_IPCOLL], out[V_MPI], count * sizeof(float)) != 0)));
         int anybad = 0;
@@ -214,7 +236,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         for (int v = 0; v < nv; v++) med[v] = tool_median(slow[v], (size_t)reps);
         for (int r = 0; r < reps; r++) sum[V_PCOLL][r] /= size;
         double pmin = tool_median(fast[V_PCOLL], (size_t)reps), pavg = tool_median(sum[V_PCOLL], (size_t)reps);
-        const char *aname = pcoll_allreduce_algo_name(pcoll_allreduce_algo_for(ctx, count * 4, size));
+        const char *aname = pcoll_allreduce_algo_name(pcoll_allreduce_algo_for(ctx, count * 4, group ? group : size));
         double limit = link_rate > 0 ? 2.0 * (nodes - 1) / nodes * (double)(count * 4) * 8 / link_rate * 1e6 : 0;
         if (rank == 0) {
             if (json) {
@@ -223,6 +245,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                 tool_json_str(&j, "bench", "allreduce");
                 tool_json_str(&j, "algo", aname);
                 tool_json_int(&j, "ranks", size);
+                if (group) tool_json_int(&j, "group_size", group);
                 tool_json_int(&j, "bytes", (long long)(count * 4));
                 tool_json_num(&j, "pcoll_us", med[V_PCOLL]);
                 tool_json_num(&j, "mpi_us", med[V_MPI]);
@@ -262,11 +285,15 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
             free(fast[v]);
             free(sum[v]);
         }
-        if (with_plan) pcoll_plan_free(&plan);
+        if (with_plan && member) pcoll_plan_free(&plan);
         if (bytes > SIZE_MAX / 2) break;
     }
     if (rank == 0 && failures) fprintf(stderr, "%s: %d sizes gave results different from MPI_Allreduce\n", prog, failures);
     pcoll_finalize(&ctx);
+    if (group) {
+        MPI_Comm_free(&peers);
+        free(members);
+    }
     free(in);
     for (int v = 0; v < NV; v++) free(out[v]);
     return failures ? 1 : 0;
