@@ -77,8 +77,8 @@ struct pc_shm_group_calls {
     uint64_t *seq_of;      /* [local], by member */
     int holding;           /* the piece in progress holds matched publications */
     int spin;              /* a CPU per rank of the node: waiting may spin first */
-    uint64_t *broken;      /* the tags of lists whose call timed out here */
-    int nbroken;
+    uint64_t *broken;      /* the tags of lists whose call failed midway here */
+    int nbroken, all_broken;
     atomic_flag busy;
 };
 
@@ -191,6 +191,7 @@ typedef struct call {
     size_t piece;     /* the piece in progress, from 0 (reports) */
     enum stage stage; /* what the wait in progress waits for */
     int entry;        /* this rank's entry for the piece */
+    uint64_t first;   /* this rank's first publication number in the call */
     const char *fn;
 } call_t;
 
@@ -343,13 +344,14 @@ static int publish(call_t *c, const void *src, size_t len)
     int rc = wait_stage(c, FREE);
     if (rc != PCOLL_SUCCESS) return rc;
     entry_t *en = entry_at(gc, gc->me, c->entry);
+    atomic_store(&en->seq, 0); /* before the slot: a reader still on it sees the change */
     if (len) memcpy(slot_at(gc, gc->me, c->entry), src, len);
-    atomic_store(&en->seq, 0);
     atomic_store(&en->tag, c->tag);
     en->bytes = c->bytes;
     en->dtype = (uint32_t)c->dtype;
     en->op = (uint32_t)c->op;
     uint64_t seq = ++gc->published;
+    if (c->piece == 0) c->first = seq;
     gc->prev_seq[c->entry] = seq;
     gc->nprev[c->entry] = 0;
     for (int i = 0; i < c->n; i++)
@@ -360,6 +362,22 @@ static int publish(call_t *c, const void *src, size_t len)
     return PCOLL_SUCCESS;
 }
 
+/* The members' publications of this piece were still theirs while this
+ * rank read them (a writer that gave up withdrew its own: what was read
+ * may be overwritten). */
+static int still_published(const call_t *c)
+{
+    const pc_shm_group_calls_t *gc = c->gc;
+    atomic_thread_fence(memory_order_acquire);
+    for (int i = 0; i < c->n; i++)
+        if (i != c->me && atomic_load(&entry_at(gc, node_rank(c, i), gc->entry_of[i])->seq) != gc->seq_of[i])
+            return pc_error(PCOLL_ERR_STATE, c->fn,
+                            "rank %d gave up on this allreduce over the group (it timed out there) while this rank "
+                            "read its part",
+                            c->group[i]);
+    return PCOLL_SUCCESS;
+}
+
 /* Every member's calls compared (the first piece): each member compares
  * with every other, so every one sees a difference. */
 static int same_call(const call_t *c)
@@ -367,10 +385,12 @@ static int same_call(const call_t *c)
     const pc_shm_group_calls_t *gc = c->gc;
     for (int i = 0; i < c->n; i++) {
         const entry_t *en = entry_at(gc, node_rank(c, i), gc->entry_of[i]);
-        if (en->bytes != c->bytes || en->dtype != (uint32_t)c->dtype || en->op != (uint32_t)c->op)
-            return pc_error(PCOLL_ERR_ARG, c->fn,
-                            "the group's members called it differently: %zu B of %s, op %d at rank %d; %llu B of "
-                            "%s, op %u at rank %d",
+        if (en->bytes == c->bytes && en->dtype == (uint32_t)c->dtype && en->op == (uint32_t)c->op) continue;
+        int st = still_published(c); /* else what was read may be a later call's */
+        if (st != PCOLL_SUCCESS) return st;
+        return pc_error(PCOLL_ERR_ARG, c->fn,
+                        "the group's members called it differently: %zu B of %s, op %d at rank %d; %llu B of "
+                        "%s, op %u at rank %d",
                             c->bytes, pcoll_dtype_name(c->dtype), (int)c->op, c->group[c->me],
                             (unsigned long long)en->bytes, pcoll_dtype_name((pcoll_dtype_t)en->dtype), en->op,
                             c->group[i]);
@@ -389,42 +409,40 @@ static void done_reading(const call_t *c)
     nudge_members(c);
 }
 
-/* After a timeout: the publications matched so far released (their
- * writers may go on), this rank's own for the list withdrawn (no member
- * takes them any more, and no reader that never comes holds the entry;
- * a member that took one is told by its check after reading), and the
- * list marked: the members are out of step on it. */
+/* The list of `tag` marked out of step at this rank (no memory to mark
+ * it: every list, since a call on it could pair with a stale piece). */
+static void mark_broken(pc_shm_group_calls_t *gc, uint64_t tag)
+{
+    uint64_t *more = realloc(gc->broken, sizeof *more * (size_t)(gc->nbroken + 1));
+    if (!more) {
+        gc->all_broken = 1;
+        return;
+    }
+    gc->broken = more;
+    gc->broken[gc->nbroken++] = tag;
+}
+
+/* After a failure past the first publication (or a timeout): the
+ * publications matched so far released (their writers may go on), this
+ * rank's own of this call withdrawn (no member takes them any more, and no
+ * reader that never comes holds the entry; a member that took one is told
+ * by its check after reading), and the list marked: its members are out
+ * of step.  A timeout waiting for an entry's readers withdraws that
+ * entry's publication too (its reader may never come) and marks its list. */
 static void give_up(const call_t *c)
 {
     pc_shm_group_calls_t *gc = c->gc;
     if (gc->holding) done_reading(c);
     for (int e = 0; e < 2; e++) {
         entry_t *en = entry_at(gc, gc->me, e);
-        if (atomic_load(&en->tag) != c->tag) continue;
+        uint64_t seq = atomic_load(&en->seq);
+        int blocking = c->stage == FREE && e == c->entry && gc->nprev[e];
+        if (!blocking && !(c->first && seq >= c->first)) continue;
+        if (blocking && atomic_load(&en->tag) != c->tag) mark_broken(gc, atomic_load(&en->tag));
         atomic_store(&en->seq, 0);
         gc->nprev[e] = 0;
     }
-    uint64_t *more = realloc(gc->broken, sizeof *more * (size_t)(gc->nbroken + 1));
-    if (more) {
-        gc->broken = more;
-        gc->broken[gc->nbroken++] = c->tag;
-    }
-}
-
-/* The members' publications of this piece were still theirs while this
- * rank read them (a writer that gave up withdrew its own: what was read
- * may be overwritten). */
-static int still_published(const call_t *c)
-{
-    const pc_shm_group_calls_t *gc = c->gc;
-    atomic_thread_fence(memory_order_acquire);
-    for (int i = 0; i < c->n; i++)
-        if (i != c->me && atomic_load(&entry_at(gc, node_rank(c, i), gc->entry_of[i])->seq) != gc->seq_of[i])
-            return pc_error(PCOLL_ERR_STATE, c->fn,
-                            "rank %d gave up on this allreduce over the group (it timed out there) while this rank "
-                            "read its part",
-                            c->group[i]);
-    return PCOLL_SUCCESS;
+    mark_broken(gc, c->tag);
 }
 
 static const char *data_of(const call_t *c, int i) { return slot_at(c->gc, node_rank(c, i), c->gc->entry_of[i]); }
@@ -481,8 +499,8 @@ int pc_shm_group_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
 {
     pc_shm_group_calls_t *gc = ctx->shm_calls;
     uint64_t tag = list_tag(group, n);
-    for (int b = 0; b < gc->nbroken; b++)
-        if (gc->broken[b] == tag)
+    for (int b = 0; b < gc->nbroken || (gc->all_broken && b == 0); b++)
+        if (gc->all_broken || gc->broken[b] == tag)
             return pc_error(PCOLL_ERR_STATE, fn,
                             "an earlier operation on this group timed out at this rank: its members are out of step");
     if (atomic_flag_test_and_set(&gc->busy))
@@ -492,7 +510,7 @@ int pc_shm_group_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
     size_t es = pcoll_dtype_size(dtype), per_piece;
     int slice;
     pc_shm_shape(ctx, count, dtype, n, 1, &per_piece, &slice);
-    call_t c = {ctx, gc, group, n, me, tag, count * es, es, dtype, op, 0, FREE, 0, fn};
+    call_t c = {ctx, gc, group, n, me, tag, count * es, es, dtype, op, 0, FREE, 0, 0, fn};
     const char *in = sendbuf == PCOLL_IN_PLACE ? recvbuf : sendbuf;
     int rc = PCOLL_SUCCESS;
     size_t pieces = count ? (count + per_piece - 1) / per_piece : 1; /* count 0: still compared and met */
@@ -502,7 +520,9 @@ int pc_shm_group_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
         rc = count ? run_piece(&c, in + first * es, (char *)recvbuf + first * es, len, slice)
                    : run_piece(&c, NULL, NULL, 0, 0);
     }
-    if (rc == PCOLL_ERR_TIMEOUT) give_up(&c);
+    /* a call that failed after it published, but for calls that differ
+     * (every member stops at the same point, nothing left behind) */
+    if (rc != PCOLL_SUCCESS && rc != PCOLL_ERR_ARG) give_up(&c);
     atomic_flag_clear(&gc->busy);
     return rc;
 }

@@ -38,7 +38,10 @@ int pc_shm_group_call_takes(const pcoll_t *ctx, const int *group, int n, size_t 
 
 /* The operation (arguments checked, the list valid, `me` this rank's
  * place in it): PCOLL_SUCCESS; PCOLL_ERR_ARG at every member when the
- * members called it with different count, dtype or op; PCOLL_ERR_TIMEOUT
+ * members called it with different count, dtype or op (counts on both
+ * sides of PCOLL_SHM_ALLREDUCE_BYTES, or of a tuning row, take different
+ * paths: a timeout instead, as for a forced algorithm that differs);
+ * PCOLL_ERR_STATE when a member gave up while this rank read it; PCOLL_ERR_TIMEOUT
  * naming the members that did not take part (later calls on this list
  * then fail at this rank with PCOLL_ERR_STATE, as for a group whose
  * operation timed out; other lists go on). */
