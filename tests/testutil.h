@@ -3,6 +3,7 @@
 #ifndef PCOLL_TESTUTIL_H
 #define PCOLL_TESTUTIL_H
 
+#include <math.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdint.h>
@@ -95,6 +96,32 @@ static inline void tu_mpi_start(int *argc, char ***argv, unsigned timeout_s, int
     if (rank) *rank = tu_rank_;
     if (size) MPI_Comm_size(MPI_COMM_WORLD, size);
     tu_timeout(timeout_s);
+}
+
+/* Values of every type that sum exactly on integers and stay well scaled
+ * on floats: element i of a vector seeded by `seed`. */
+static inline void tu_fill(void *buf, size_t n, pcoll_dtype_t dt, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = (seed * 2654435761u + (unsigned)i * 40503u) >> 7;
+        switch (dt) {
+        case PCOLL_FLOAT32: ((float *)buf)[i] = (float)(v % 100000) / 977.0f - 40.0f; break;
+        case PCOLL_FLOAT64: ((double *)buf)[i] = (double)(v % 100000) / 977.0 - 40.0; break;
+        case PCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)(v % 20001) - 10000; break;
+        default: ((int64_t *)buf)[i] = (int64_t)(v % 20001) - 10000; break;
+        }
+    }
+}
+
+/* Floats of two sums in different orders: equal within a relative 1e-4. */
+static inline int tu_close_enough(const void *a, const void *b, size_t n, pcoll_dtype_t dt)
+{
+    for (size_t i = 0; i < n; i++) {
+        double x = dt == PCOLL_FLOAT32 ? ((const float *)a)[i] : ((const double *)a)[i];
+        double y = dt == PCOLL_FLOAT32 ? ((const float *)b)[i] : ((const double *)b)[i];
+        if (!(fabs(x - y) <= 1e-4 * (1.0 + fabs(y)))) return 0;
+    }
+    return 1;
 }
 
 #endif

@@ -82,7 +82,7 @@ static const var_t vars[] = {
      V_BYTES, FIELD(small_bytes), 0, 0},
     {{"PCOLL_SHM_ALLREDUCE_BYTES", "a byte size (e.g. 0, 64K, 1G)", "1073741824",
       "allreduces up to this size go through node-shared memory: blocking calls of all ranks (inside each node, "
-      "then across nodes of equal size by columns) and plans of ranks on one node (0: never)",
+      "then across nodes of equal size by columns), blocking group calls and plans of ranks on one node (0: never)",
       "",
       1},
      V_BYTES, FIELD(shm_allreduce_bytes), 0, 0},

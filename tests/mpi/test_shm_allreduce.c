@@ -40,19 +40,6 @@
 
 static int rank, size;
 
-static void fill(void *buf, size_t n, pcoll_dtype_t dt, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = (seed * 2654435761u + (unsigned)i * 40503u) >> 7;
-        switch (dt) {
-        case PCOLL_FLOAT32: ((float *)buf)[i] = (float)(v % 100000) / 977.0f - 40.0f; break;
-        case PCOLL_FLOAT64: ((double *)buf)[i] = (double)(v % 100000) / 977.0 - 40.0; break;
-        case PCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)(v % 20001) - 10000; break;
-        default: ((int64_t *)buf)[i] = (int64_t)(v % 20001) - 10000; break;
-        }
-    }
-}
-
 /* Ranks per node: the machine's, split into blocks of PCOLL_RANKS_PER_NODE */
 static int per_node(void)
 {
@@ -100,16 +87,6 @@ static void choice(pcoll_t *ctx, int expect)
     CHECK(!strcmp(pcoll_allreduce_algo_name(PCOLL_ALGO_SHM), "shm"));
 }
 
-static int close_enough(const void *a, const void *b, size_t n, pcoll_dtype_t dt)
-{
-    for (size_t i = 0; i < n; i++) {
-        double x = dt == PCOLL_FLOAT32 ? ((const float *)a)[i] : ((const double *)a)[i];
-        double y = dt == PCOLL_FLOAT32 ? ((const float *)b)[i] : ((const double *)b)[i];
-        if (!(fabs(x - y) <= 1e-4 * (1.0 + fabs(y)))) return 0;
-    }
-    return 1;
-}
-
 /* want = rank 0's `bytes` of got at every rank: an exact integer sum of
  * its bytes and zeros (through pcoll, whose synchronization the thread
  * sanitizer sees; MPI's own it does not) */
@@ -140,7 +117,7 @@ static void against_direct(pcoll_t *ctx)
                     pcoll_op_t o = op ? PCOLL_AVG : PCOLL_SUM;
                     if (o == PCOLL_AVG && (dt == PCOLL_INT32 || dt == PCOLL_INT64)) continue;
                     unsigned seed = (unsigned)(t * 1000 + c * 10 + (size_t)rank * 77 + 1);
-                    fill(in, n, dt, seed);
+                    tu_fill(in, n, dt, seed);
                     CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_DIRECT));
                     CHECK_RC(pcoll_allreduce(ctx, in, want, n, dt, o, NULL, 0));
                     CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));
@@ -156,7 +133,7 @@ static void against_direct(pcoll_t *ctx)
                         CHECK_MSG(memcmp(got, want, n * es) == 0, "%s %s count %zu %s: not the direct algorithm's bits",
                                   pcoll_dtype_name(dt), op ? "avg" : "sum", n, inplace ? "in place" : "");
                     else /* another algorithm, or across nodes: its own order of the sums */
-                        CHECK_MSG(close_enough(got, want, n, dt), "%s %s count %zu: not the direct algorithm's sums",
+                        CHECK_MSG(tu_close_enough(got, want, n, dt), "%s %s count %zu: not the direct algorithm's sums",
                                   pcoll_dtype_name(dt), op ? "avg" : "sum", n);
                     /* whatever the order, the same bits at every rank */
                     rank_0_bits(ctx, got, want, n * es);
@@ -274,7 +251,7 @@ static void plans(pcoll_t *ctx)
                 pcoll_plan_t *plan;
                 CHECK_RC(pcoll_allreduce_init(ctx, inplace ? PCOLL_IN_PLACE : in, got, count, dt, op, g, n, &plan));
                 for (int start = 0; start < 3; start++) {
-                    fill(in, count, dt, (unsigned)(c * 100 + (size_t)variant * 10 + (size_t)start + (size_t)rank * 7 + 1));
+                    tu_fill(in, count, dt, (unsigned)(c * 100 + (size_t)variant * 10 + (size_t)start + (size_t)rank * 7 + 1));
                     CHECK_RC(pcoll_set_allreduce_algo(ctx, ref));
                     CHECK_RC(pcoll_allreduce(ctx, in, want, count, dt, op, members, n)); /* group form, any n */
                     CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));
@@ -282,7 +259,7 @@ static void plans(pcoll_t *ctx)
                     pcoll_request_t *req;
                     CHECK_RC(pcoll_start(plan, &req));
                     CHECK_RC(pcoll_wait(&req));
-                    CHECK_MSG(exact ? memcmp(got, want, bytes) == 0 : close_enough(got, want, count, dt),
+                    CHECK_MSG(exact ? memcmp(got, want, bytes) == 0 : tu_close_enough(got, want, count, dt),
                               "plan on %d ranks, %zu x %s %s%s, start %d: not the %s bits",
                               n, count, pcoll_dtype_name(dt), op == PCOLL_AVG ? "avg" : "sum",
                               inplace ? " in place" : "", start, pcoll_allreduce_algo_name(ref));

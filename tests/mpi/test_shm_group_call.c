@@ -26,29 +26,6 @@
 
 static int rank, size;
 
-static void fill(void *buf, size_t n, pcoll_dtype_t dt, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = (seed * 2654435761u + (unsigned)i * 40503u) >> 7;
-        switch (dt) {
-        case PCOLL_FLOAT32: ((float *)buf)[i] = (float)(v % 100000) / 977.0f - 40.0f; break;
-        case PCOLL_FLOAT64: ((double *)buf)[i] = (double)(v % 100000) / 977.0 - 40.0; break;
-        case PCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)(v % 20001) - 10000; break;
-        default: ((int64_t *)buf)[i] = (int64_t)(v % 20001) - 10000; break;
-        }
-    }
-}
-
-static int close_enough(const void *a, const void *b, size_t n, pcoll_dtype_t dt)
-{
-    for (size_t i = 0; i < n; i++) {
-        double x = dt == PCOLL_FLOAT32 ? ((const float *)a)[i] : ((const double *)a)[i];
-        double y = dt == PCOLL_FLOAT32 ? ((const float *)b)[i] : ((const double *)b)[i];
-        if (!(fabs(x - y) <= 1e-4 * (1.0 + fabs(y)))) return 0;
-    }
-    return 1;
-}
-
 static int member_of(const int *g, int n)
 {
     for (int i = 0; i < n; i++)
@@ -133,7 +110,7 @@ static void against_direct(pcoll_t *ctx)
                     pcoll_dtype_t dt = types[t];
                     pcoll_op_t op = v == 2 && (dt == PCOLL_FLOAT32 || dt == PCOLL_FLOAT64) ? PCOLL_AVG : PCOLL_SUM;
                     size_t cnt = counts[c], es = pcoll_dtype_size(dt);
-                    fill(in, cnt, dt, (unsigned)(l * 7919 + (int)t * 1000 + (int)c * 10 + rank * 77 + v));
+                    tu_fill(in, cnt, dt, (unsigned)(l * 7919 + (int)t * 1000 + (int)c * 10 + rank * 77 + v));
                     CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_DIRECT));
                     CHECK_RC(pcoll_allreduce(ctx, in, want, cnt, dt, op, g, n));
                     CHECK_RC(pcoll_set_allreduce_algo(ctx, PCOLL_ALGO_AUTO));
@@ -147,7 +124,7 @@ static void against_direct(pcoll_t *ctx)
                         CHECK_MSG(memcmp(got, want, cnt * es) == 0, "list %d %s count %zu: not the exact sum", l,
                                   pcoll_dtype_name(dt), cnt);
                     else
-                        CHECK_MSG(close_enough(got, want, cnt, dt), "list %d %s count %zu: not the direct sums", l,
+                        CHECK_MSG(tu_close_enough(got, want, cnt, dt), "list %d %s count %zu: not the direct sums", l,
                                   pcoll_dtype_name(dt), cnt);
                     first_members_bits(ctx, g, n, got, want, cnt * es);
                     CHECK_MSG(memcmp(got, want, cnt * es) == 0, "list %d %s count %zu: not the first member's bits",
