@@ -4,7 +4,9 @@
  * with random delays:
  *   - a blocking world allreduce every iteration, of a random size (latency
  *     path, slice path in one and in many pieces; across nodes the parts
- *     of several pieces in flight), exact integer sums checked;
+ *     of several pieces in flight), exact integer sums checked; and at
+ *     random iterations a blocking group allreduce on a random list (in
+ *     node-shared memory where its members share a node);
  *   - around it, started before and waited for one or two iterations later:
  *     a world iallreduce, a group iallreduce on a random group, starts of
  *     persistent plans (all ranks, and the first half: node-shared schedules
@@ -167,6 +169,26 @@ int main(int argc, char **argv)
             CHECK_RC(pcoll_allreduce(ctx, in, out, count, PCOLL_INT64, PCOLL_SUM, NULL, 0));
         }
         check_sum(out, count, size, it, "blocking allreduce");
+        /* a blocking group call on a random list (node-shared memory where
+         * its members share a node), at every other iteration */
+        if (size >= 2 && rng_below(&all, 2) == 0) {
+            int gn = 2 + (int)rng_below(&all, (uint64_t)((size < 64 ? size : 64) - 1)), bl[64];
+            for (int i = size - 1; i > 0; i--) {
+                int j = (int)rng_below(&all, (uint64_t)i + 1), t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+            memcpy(bl, order, sizeof(int) * (size_t)gn);
+            for (int i = 0; i < size; i++) order[i] = i;
+            size_t c = 1 + rng_below(&all, 40000);
+            int pos = 0;
+            while (pos < gn && bl[pos] != rank) pos++;
+            if (pos < gn) { /* a member: the sum is of values by position */
+                for (size_t i = 0; i < c; i++) in[i] = value(pos, it, i);
+                CHECK_RC(pcoll_allreduce(ctx, in, out, c, PCOLL_INT64, PCOLL_SUM, bl, gn));
+                check_sum(out, c, gn, it, "blocking group allreduce");
+            }
+        }
         /* partial rounds at this rank's own pace */
         for (int k = 0; k < 2; k++)
             if (rng_below(&mine, 3) == 0) {
