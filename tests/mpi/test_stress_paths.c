@@ -45,6 +45,29 @@ static void fill(int64_t *buf, size_t count, int it)
     for (size_t i = 0; i < count; i++) buf[i] = value(rank, it, i);
 }
 
+/* A random list of 2 .. min(size, 64) ranks in random order, into list
+ * (order: 0 .. size - 1, shuffled here and put back).  Its length. */
+static int random_list(rng_t *r, int *order, int *list)
+{
+    int n = 2 + (int)rng_below(r, (uint64_t)((size < 64 ? size : 64) - 1));
+    for (int i = size - 1; i > 0; i--) {
+        int j = (int)rng_below(r, (uint64_t)i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    memcpy(list, order, sizeof(int) * (size_t)n);
+    for (int i = 0; i < size; i++) order[i] = i;
+    return n;
+}
+
+/* This rank's place in a list of n, or n if it is not in it. */
+static int place_in(const int *list, int n)
+{
+    int pos = 0;
+    while (pos < n && list[pos] != rank) pos++;
+    return pos;
+}
+
 static void check_sum(const int64_t *buf, size_t count, int n, int it, const char *what)
 {
     /* a sample of the elements, and the ends of pieces */
@@ -130,20 +153,11 @@ int main(int argc, char **argv)
             CHECK_RC(pcoll_iallreduce(ctx, w_in, w_out, c, PCOLL_INT64, PCOLL_SUM, NULL, 0, &world.req));
         }
         if (!group_open && size >= 2 && rng_below(&all, 3) == 0) {
-            /* a random group of 2 .. min(size, 64) ranks, in random order */
-            int gn = 2 + (int)rng_below(&all, (uint64_t)((size < 64 ? size : 64) - 1));
-            for (int i = size - 1; i > 0; i--) {
-                int j = (int)rng_below(&all, (uint64_t)i + 1), t = order[i];
-                order[i] = order[j];
-                order[j] = t;
-            }
-            memcpy(group_ranks, order, sizeof(int) * (size_t)gn);
-            for (int i = 0; i < size; i++) order[i] = i;
+            int gn = random_list(&all, order, group_ranks);
             size_t c = 1 + rng_below(&all, 512);
             group = (pending_t){NULL, it, it + 1 + (int)rng_below(&all, 2), gn, c, "group iallreduce", g_out};
             group_open = 1;
-            int pos = 0;
-            while (pos < gn && group_ranks[pos] != rank) pos++;
+            int pos = place_in(group_ranks, gn);
             if (pos < gn) { /* a member: the group's sum is of values by position */
                 for (size_t i = 0; i < c; i++) g_in[i] = value(pos, it, i);
                 CHECK_RC(pcoll_iallreduce(ctx, g_in, g_out, c, PCOLL_INT64, PCOLL_SUM, group_ranks, gn, &group.req));
@@ -172,17 +186,9 @@ int main(int argc, char **argv)
         /* a blocking group call on a random list (node-shared memory where
          * its members share a node), at every other iteration */
         if (size >= 2 && rng_below(&all, 2) == 0) {
-            int gn = 2 + (int)rng_below(&all, (uint64_t)((size < 64 ? size : 64) - 1)), bl[64];
-            for (int i = size - 1; i > 0; i--) {
-                int j = (int)rng_below(&all, (uint64_t)i + 1), t = order[i];
-                order[i] = order[j];
-                order[j] = t;
-            }
-            memcpy(bl, order, sizeof(int) * (size_t)gn);
-            for (int i = 0; i < size; i++) order[i] = i;
+            int bl[64], gn = random_list(&all, order, bl);
             size_t c = 1 + rng_below(&all, 40000);
-            int pos = 0;
-            while (pos < gn && bl[pos] != rank) pos++;
+            int pos = place_in(bl, gn);
             if (pos < gn) { /* a member: the sum is of values by position */
                 for (size_t i = 0; i < c; i++) in[i] = value(pos, it, i);
                 CHECK_RC(pcoll_allreduce(ctx, in, out, c, PCOLL_INT64, PCOLL_SUM, bl, gn));
