@@ -385,6 +385,18 @@ static int shm_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
     return pc_shm_allreduce(ctx, sendbuf, recvbuf, count, dtype, op, fn);
 }
 
+/* A blocking call by the message algorithms: posted quietly, then, in
+ * pcoll_wait's place, normally run on this thread (it takes the token). */
+static int message_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                        pcoll_op_t op, const int *group, int group_size, const char *fn)
+{
+    pcoll_request_t *req;
+    int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, fn, &req);
+    if (rc != PCOLL_SUCCESS) return rc;
+    pc_op_post(req, 1);
+    return finish(req, pc_op_wait(req, fn), fn);
+}
+
 /* A blocking call of a group whose members share a node: node-shared
  * memory (shm_group_call.h) when the path takes it: 1 and *rc (a bad
  * list's error too); 0 and nothing done otherwise (the message
@@ -411,11 +423,7 @@ int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
         if (group && shm_group_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, __func__, &rc))
             return rc;
     }
-    pcoll_request_t *req;
-    int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
-    if (rc != PCOLL_SUCCESS) return rc;
-    pc_op_post(req, 1);
-    return finish(req, pc_op_wait(req, __func__), __func__); /* normally runs the operation itself */
+    return message_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__);
 }
 
 int pc_allreduce_agreed(pcoll_t *ctx, int64_t *buf, size_t count, const int *group, int group_size)
@@ -424,7 +432,7 @@ int pc_allreduce_agreed(pcoll_t *ctx, int64_t *buf, size_t count, const int *gro
     if (shm_group_call(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size, 1,
                        "pcoll_allreduce", &rc))
         return rc;
-    return pcoll_allreduce(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size);
+    return message_call(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size, "pcoll_allreduce");
 }
 
 /* A nonblocking operation goes to the holder and into the application's
@@ -530,8 +538,7 @@ pcoll_allreduce_algo_t pcoll_allreduce_algo_for(const pcoll_t *ctx, size_t bytes
     if (!ctx) return PCOLL_ALGO_AUTO;
     if (group_size == ctx->size && pc_shm_allreduce_fits(ctx, bytes)) return PCOLL_ALGO_SHM;
     /* a group: on one node every member list shares it */
-    if (group_size < ctx->size && ctx->shm_calls && ctx->nodes.count == 1 && bytes <= ctx->shm_sizes.max_bytes &&
-        pc_shm_allowed(ctx, group_size, bytes, 1))
+    if (group_size < ctx->size && ctx->shm_calls && ctx->nodes.count == 1 && pc_shm_allowed(ctx, group_size, bytes, 1))
         return PCOLL_ALGO_SHM;
     return pc_ctx_algo(ctx, PC_USE_CALL, bytes, group_size);
 }

@@ -46,7 +46,7 @@ struct pc_hqueue {
 
 /* ---- records ---- */
 
-static uint64_t hash_list(int world, const int *ranks, int n)
+uint64_t pc_group_hash(int world, const int *ranks, int n)
 {
     /* the whole communicator is one list, whatever group_size came with it */
     uint64_t h = 1469598103934665603ULL ^ (world ? 1ULL << 40 : (uint64_t)n);
@@ -219,7 +219,7 @@ int pc_groups_get(pc_group_registry_t *reg, const int *ranks, int n, const char 
         int me;
         return pc_group_validate(ranks, n, reg->size, reg->rank, fn, &me);
     }
-    uint64_t h = hash_list(world, ranks, n);
+    uint64_t h = pc_group_hash(world, ranks, n);
     pc_group_t *g = find(reg, world, ranks, n, h);
     if (!g) {
         int me = reg->rank, rc;
@@ -273,13 +273,13 @@ static pc_hqueue_t *queue_of(pc_group_t *g, int j)
 pc_group_t *pc_groups_find(const pc_group_registry_t *reg, int world, const int *ranks, int n)
 {
     if (!world && (n < 1 || n > reg->size)) return NULL;
-    return find(reg, world, ranks, n, hash_list(world, ranks, n));
+    return find(reg, world, ranks, n, pc_group_hash(world, ranks, n));
 }
 
 int pc_groups_hello_in(pc_group_registry_t *reg, int world, const int *ranks, int n, int from, const pc_hello_t *h,
                        pc_group_t **out, int *jout, void **waiter)
 {
-    uint64_t hash = hash_list(world, ranks, n);
+    uint64_t hash = pc_group_hash(world, ranks, n);
     pc_group_t *g = find(reg, world, ranks, n, hash);
     if (!g) {
         int me = reg->rank;

@@ -66,12 +66,16 @@ void pc_groups_destroy(pc_group_registry_t *reg);
  * (under the name fn) when it is empty, has a rank out of [0, size) or
  * twice, or lacks `rank`.  *me: the caller's index. */
 int pc_group_validate(const int *ranks, int n, int size, int rank, const char *fn, int *me);
-/* The calling rank's index in a group of the context (NULL: every rank, in
- * rank order), or the error of pc_group_validate. */
 /* "group [r, r, ...]" (the first 8 of a longer list, then its size), for
  * stall reports. */
 void pc_group_text(const int *ranks, int n, char *buf, size_t len);
 
+/* The hash of a member list (world: the whole communicator, ranks
+ * ignored): group records' buckets, node-shared group calls' tags. */
+uint64_t pc_group_hash(int world, const int *ranks, int n);
+
+/* The calling rank's index in a group of the context (NULL: every rank, in
+ * rank order), or the error of pc_group_validate. */
 int pc_group_index(const pcoll_t *ctx, const int *group, int group_size, const char *fn, int *me);
 
 /* The record of a list (NULL: the whole communicator), validated when it is

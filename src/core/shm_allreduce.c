@@ -336,32 +336,38 @@ static void describe(void *arg, pc_stall_probe_t *p)
 #define SPIN_LOOKS 256
 #define YIELD_LOOKS 2000
 
-static int wait_arrived(pcoll_t *ctx, uint64_t phase, size_t bytes, const char *fn)
+int pc_shm_wait(pcoll_t *ctx, pc_pred_fn ready, void *arg, pc_describe_fn report, _Atomic uint64_t *sleeps,
+                uint64_t mark, const char *fn)
 {
-    shm_wait_t w = {ctx, phase, bytes};
-    /* more members than CPUs: the CPU spun away here is the one a member
-     * still to arrive needs, so no spin at all */
+    /* more ranks on the node than CPUs: the CPU spun away here is the one
+     * a rank still to come needs, so no spin at all */
     for (int i = ctx->shm->spin ? 0 : SPIN_LOOKS; i < SPIN_LOOKS; i++) {
-        if (all_arrived(&w)) return PCOLL_SUCCESS;
+        if (ready(arg)) return PCOLL_SUCCESS;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
     }
-    /* more members than CPUs: the others need this CPU to arrive; yield it
-     * for a while (as MPI does) rather than sleep at once, which would
-     * cost a wake-up per rank and operation */
+    /* then yield the CPU for a while (as MPI does) rather than sleep at
+     * once, which would cost a wake-up per rank and operation */
     for (int i = 0; i < YIELD_LOOKS; i++) {
-        if (all_arrived(&w)) return PCOLL_SUCCESS;
+        if (ready(arg)) return PCOLL_SUCCESS;
         sched_yield();
     }
-    /* from here this rank may sleep: the last to arrive wakes it.  Either
-     * it sees this mark or this rank sees its arrival: a store then a load
-     * (all_arrived) here, an RMW then a load there, all four seq_cst, so
-     * they fall in one order and one of the two loads sees the other's
-     * write */
-    atomic_store(&control_of(ctx->shm, ctx->shm->me)->sleeps, phase);
-    pc_wait_t how = {fn, all_arrived, &w, describe, &w, 0, 0, 0};
-    return pc_block(ctx, &how);
+    /* from here this rank may sleep: whoever makes it ready wakes it.
+     * Either it sees this mark or this rank sees its write: a store then a
+     * load (ready) here, a write then a load there, all seq_cst, so they
+     * fall in one order and one of the two loads sees the other's store */
+    atomic_store(sleeps, mark);
+    pc_wait_t how = {fn, ready, arg, report, arg, 0, 0, 0};
+    int rc = pc_block(ctx, &how);
+    atomic_store(sleeps, 0);
+    return rc;
+}
+
+static int wait_arrived(pcoll_t *ctx, uint64_t phase, size_t bytes, const char *fn)
+{
+    shm_wait_t w = {ctx, phase, bytes};
+    return pc_shm_wait(ctx, all_arrived, &w, describe, &control_of(ctx->shm, ctx->shm->me)->sleeps, phase, fn);
 }
 
 /* After a failure midway: the ranks are out of step for good (see the

@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "context.h"
+#include "stall.h"
 
 /* Collective over the context's ranks (pcoll_init, after the engine, with
  * ctx->shm_sizes set): ctx->shm is set when every rank can take the path,
@@ -62,6 +63,13 @@ int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype
  * segment: 1 if the context has the segments, with area[k] set for node
  * rank k (area may be NULL) and *slot_bytes the data a slot holds; else 0. */
 int pc_shm_group_areas(const pcoll_t *ctx, char **area, size_t *slot_bytes);
+
+/* Waits until ready(arg), as the node-shared paths wait: a short spin (a
+ * CPU per rank of the node), yields, then asleep with *sleeps = mark (the
+ * rank that makes it ready nudges a sleeper it sees marked; *sleeps is 0
+ * again after), stall reports and the timeout as any blocking call. */
+int pc_shm_wait(pcoll_t *ctx, pc_pred_fn ready, void *arg, pc_describe_fn report, _Atomic uint64_t *sleeps,
+                uint64_t mark, const char *fn);
 
 /* The operation (arguments already checked, the path fits): PCOLL_SUCCESS,
  * or PCOLL_ERR_TIMEOUT naming the ranks that have not started it. */

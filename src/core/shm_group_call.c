@@ -36,12 +36,10 @@
  */
 #include "shm_group_call.h"
 
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../algo/allreduce.h"
 #include "../engine/reduce.h"
@@ -51,8 +49,6 @@
 #include "stall.h"
 
 #define LINE 64
-#define SPIN_LOOKS 256
-#define YIELD_LOOKS 2000
 
 typedef struct entry {
     _Atomic uint64_t seq; /* the publication number; 0 while rewritten */
@@ -63,10 +59,9 @@ typedef struct entry {
 } entry_t;
 
 struct pc_shm_group_calls {
-    int local, me;         /* ranks on this node; this rank's place among them */
-    char **area;           /* [local] node rank -> its area */
-    size_t read_off, entry_off, slot_off, stride;
-    size_t slot_bytes;     /* data per slot */
+    int me;                /* this rank's place among the ranks of its node */
+    char **area;           /* [ranks of the node] node rank -> its area */
+    size_t entry_off, slot_off, stride;
     uint64_t published;    /* this rank's publications so far */
     uint64_t *matched;     /* [local] the last publication of node rank k matched here */
     /* each entry's previous publication: its number and readers (node ranks) */
@@ -76,7 +71,6 @@ struct pc_shm_group_calls {
     int *entry_of;         /* [local], by member */
     uint64_t *seq_of;      /* [local], by member */
     int holding;           /* the piece in progress holds matched publications */
-    int spin;              /* a CPU per rank of the node: waiting may spin first */
     uint64_t *broken;      /* the tags of lists whose call failed midway here */
     int nbroken, all_broken;
     atomic_flag busy;
@@ -97,7 +91,7 @@ static _Atomic uint64_t *sleeps_of(const pc_shm_group_calls_t *gc, int k) { retu
 
 static _Atomic uint64_t *read_of(const pc_shm_group_calls_t *gc, int reader, int writer)
 {
-    return (_Atomic uint64_t *)(gc->area[reader] + gc->read_off) + writer;
+    return (_Atomic uint64_t *)(gc->area[reader] + LINE) + writer;
 }
 
 static entry_t *entry_at(const pc_shm_group_calls_t *gc, int k, int e)
@@ -143,14 +137,10 @@ int pc_shm_group_call_open(pcoll_t *ctx)
         return PCOLL_ERR_NOMEM;
     }
     pc_shm_group_areas(ctx, gc->area, &slot_bytes);
-    gc->local = local;
     gc->me = ctx->nodes.local_of[ctx->rank];
-    gc->slot_bytes = slot_bytes;
     gc->stride = up(slot_bytes);
-    gc->read_off = LINE;
     gc->entry_off = LINE + read_bytes(local);
     gc->slot_off = gc->entry_off + 2 * LINE;
-    gc->spin = (long)local <= sysconf(_SC_NPROCESSORS_ONLN);
     atomic_flag_clear(&gc->busy);
     ctx->shm_calls = gc;
     return PCOLL_SUCCESS;
@@ -165,7 +155,6 @@ void pc_shm_group_call_close(pcoll_t *ctx)
 int pc_shm_group_call_takes(const pcoll_t *ctx, const int *group, int n, size_t count, pcoll_dtype_t dtype,
                             int any_algo)
 {
-    if (!ctx->shm_calls || !pc_dtype_valid(dtype)) return 0;
     size_t es = pcoll_dtype_size(dtype);
     if (count > ctx->shm_sizes.max_bytes / es) return 0;
     if (!(any_algo ? pc_shm_allowed_any_algo : pc_shm_allowed)(ctx, n, count * es, 1)) return 0;
@@ -196,13 +185,6 @@ typedef struct call {
 } call_t;
 
 static int node_rank(const call_t *c, int i) { return c->ctx->nodes.local_of[c->group[i]]; }
-
-static uint64_t list_tag(const int *group, int n)
-{
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)n;
-    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)(unsigned)group[i]) * 1099511628211ull;
-    return h;
-}
 
 static void nudge_if_asleep(const call_t *c, int i)
 {
@@ -255,8 +237,8 @@ static int member_ready(const call_t *c, int i)
     const pc_shm_group_calls_t *gc = c->gc;
     switch (c->stage) {
     case INPUTS: return gc->entry_of[i] >= 0 || match(c, i);
-    case SUMS: return i == c->me || atomic_load(&entry_at(gc, node_rank(c, i), gc->entry_of[i])->sum) == gc->seq_of[i];
-    default: return 1;
+    default: /* SUMS */
+        return i == c->me || atomic_load(&entry_at(gc, node_rank(c, i), gc->entry_of[i])->sum) == gc->seq_of[i];
     }
 }
 
@@ -307,9 +289,9 @@ static void describe(void *arg, pc_stall_probe_t *p)
     }
 }
 
-/* Until the stage's condition holds: spin (a CPU per rank), yield, then
- * sleep until a member's nudge; stall reports and the timeout as any
- * blocking call. */
+/* Until the stage's condition holds (pc_shm_wait: spin, yield, sleep
+ * until a member's nudge; stall reports and the timeout as any blocking
+ * call). */
 static int wait_stage(call_t *c, enum stage stage)
 {
     c->stage = stage;
@@ -317,22 +299,7 @@ static int wait_stage(call_t *c, enum stage stage)
         for (int i = 0; i < c->n; i++) c->gc->entry_of[i] = i == c->me ? c->entry : -1;
         c->gc->holding = 1;
     }
-    for (int i = c->gc->spin ? 0 : SPIN_LOOKS; i < SPIN_LOOKS; i++) {
-        if (all_ready(c)) return PCOLL_SUCCESS;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    for (int i = 0; i < YIELD_LOOKS; i++) {
-        if (all_ready(c)) return PCOLL_SUCCESS;
-        sched_yield();
-    }
-    _Atomic uint64_t *sleeps = sleeps_of(c->gc, c->gc->me);
-    atomic_store(sleeps, 1);
-    pc_wait_t how = {c->fn, all_ready, c, describe, c, 0, 0, 0};
-    int rc = pc_block(c->ctx, &how);
-    atomic_store(sleeps, 0);
-    return rc;
+    return pc_shm_wait(c->ctx, all_ready, c, describe, sleeps_of(c->gc, c->gc->me), 1, c->fn);
 }
 
 /* This rank's piece into its next entry, once the entry's previous
@@ -498,11 +465,12 @@ int pc_shm_group_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t c
                       pcoll_op_t op, const int *group, int n, int me, const char *fn)
 {
     pc_shm_group_calls_t *gc = ctx->shm_calls;
-    uint64_t tag = list_tag(group, n);
-    for (int b = 0; b < gc->nbroken || (gc->all_broken && b == 0); b++)
-        if (gc->all_broken || gc->broken[b] == tag)
-            return pc_error(PCOLL_ERR_STATE, fn,
-                            "an earlier operation on this group timed out at this rank: its members are out of step");
+    uint64_t tag = pc_group_hash(0, group, n);
+    int broken = gc->all_broken;
+    for (int b = 0; b < gc->nbroken && !broken; b++) broken = gc->broken[b] == tag;
+    if (broken)
+        return pc_error(PCOLL_ERR_STATE, fn,
+                        "an earlier operation on this group timed out at this rank: its members are out of step");
     if (atomic_flag_test_and_set(&gc->busy))
         return pc_error(PCOLL_ERR_STATE, fn,
                         "another thread of this rank is in a pcoll_allreduce on this context: collectives on one "

@@ -1,6 +1,7 @@
 /*
  * Blocking group allreduces in node-shared memory (src/core/shm_group_call.c):
- *   - pcoll_allreduce_algo_for says shm for a group on one node;
+ *   - pcoll_allreduce_algo_for says shm for a group on one node, and a
+ *     call on a list within one node sends no message;
  *   - every type, SUM and AVG, in place and not, sizes from one element to
  *     several slots' worth, on lists in several orders (the list's order is
  *     the order of the sums): the same bits at every member, the direct
@@ -17,7 +18,6 @@
  * ctest runs it with the default sizes and with tiny slots
  * (PCOLL_SHM_CHUNK_BYTES=4K, PCOLL_SHM_SLICE_BYTES=0: many pieces).
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -189,6 +189,26 @@ static void same_list_back_to_back(pcoll_t *ctx, int calls)
     }
 }
 
+/* The path is taken where it applies: a call on a list within one node
+ * sends no message at all (a list across nodes does). */
+static void no_messages(pcoll_t *ctx)
+{
+    const int *g = lists[5]; /* the first node's ranks */
+    int n = lens[5];
+    int64_t in[1000], out[1000];
+    for (int i = 0; i < 1000; i++) in[i] = rank;
+    pcoll_stats_t before, after;
+    CHECK_RC(pcoll_get_stats(ctx, &before));
+    if (member_of(g, n) && n > 1) {
+        CHECK_RC(pcoll_allreduce(ctx, in, out, 1, PCOLL_INT64, PCOLL_SUM, g, n));
+        CHECK_RC(pcoll_allreduce(ctx, in, out, 1000, PCOLL_INT64, PCOLL_SUM, g, n));
+        CHECK(out[999] == (int64_t)n * (n - 1) / 2);
+    }
+    CHECK_RC(pcoll_get_stats(ctx, &after));
+    CHECK_MSG(after.data_messages_sent == before.data_messages_sent, "%llu data messages sent by node-shared calls",
+              (unsigned long long)(after.data_messages_sent - before.data_messages_sent));
+}
+
 static void calls_that_differ(pcoll_t *ctx)
 {
     const int *g = lists[0];
@@ -222,6 +242,7 @@ int main(int argc, char **argv)
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     choice(ctx);
+    no_messages(ctx);
     against_direct(ctx);
     back_to_back(ctx, rounds);
     same_list_back_to_back(ctx, rounds * 30);

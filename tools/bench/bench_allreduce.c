@@ -221,10 +221,11 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
                     t[v][r] = tool_now_us() - t0;
                 }
             }
+        /* over the members (--group: rank 0 is one, and reports) */
         for (int v = 0; v < nv; v++) {
-            MPI_Allreduce(t[v], slow[v], reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            MPI_Allreduce(t[v], fast[v], reps, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-            MPI_Allreduce(t[v], sum[v], reps, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(t[v], slow[v], reps, MPI_DOUBLE, MPI_MAX, peers);
+            MPI_Allreduce(t[v], fast[v], reps, MPI_DOUBLE, MPI_MIN, peers);
+            MPI_Allreduce(t[v], sum[v], reps, MPI_DOUBLE, MPI_SUM, peers);
         }
         int bad = verify && member && (memcmp(out[V_PCOLL], out[V_MPI], count * sizeof(float)) != 0 ||
                              (with_plan && (memcmp(out[V_PLAN], out[V_MPI], count * sizeof(float)) != 0 ||
@@ -234,7 +235,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         failures += anybad;
         double med[NV] = {0};
         for (int v = 0; v < nv; v++) med[v] = tool_median(slow[v], (size_t)reps);
-        for (int r = 0; r < reps; r++) sum[V_PCOLL][r] /= size;
+        for (int r = 0; r < reps; r++) sum[V_PCOLL][r] /= group ? group : size;
         double pmin = tool_median(fast[V_PCOLL], (size_t)reps), pavg = tool_median(sum[V_PCOLL], (size_t)reps);
         const char *aname = pcoll_allreduce_algo_name(pcoll_allreduce_algo_for(ctx, count * 4, group ? group : size));
         double limit = link_rate > 0 ? 2.0 * (nodes - 1) / nodes * (double)(count * 4) * 8 / link_rate * 1e6 : 0;
