@@ -148,6 +148,11 @@ static char *gather_of(const struct pc_shm_allreduce *sh, int i, uint64_t guse)
 
 static char *data_of(slot_t *s) { return (char *)s + HEAD; }
 
+/* Where a segment's counter line and group calls' area begin (after the
+ * control line, two input slots and two gather slots). */
+static size_t counter_at(size_t stride, size_t gstride) { return LINE + 2 * stride + 2 * gstride; }
+static size_t area_at(size_t stride, size_t gstride) { return counter_at(stride, gstride) + LINE; }
+
 /* A slot's data bytes: the latency path's largest message and a piece of
  * the slice path's, within the largest message. */
 static size_t slot_bytes(const pc_shm_sizes_t *z)
@@ -241,7 +246,7 @@ int pc_shm_allreduce_open(pcoll_t *ctx)
     pc_nodemem_t mem;
     /* collective over every rank: none of a node gets a segment unless all
      * of it ask */
-    size_t bytes = sh ? LINE + 2 * stride + 2 * gstride + LINE + pc_shm_group_call_area_bytes(chunk, sh->n) : LINE;
+    size_t bytes = sh ? area_at(stride, gstride) + pc_shm_group_call_area_bytes(chunk, sh->n) : LINE;
     int rc = pc_nodemem_create(ctx->comm, ctx->node_comm, bytes, sh != NULL, &mem);
     /* and the nodes agree: a rank of every node takes its part in every call */
     int have = rc == PCOLL_SUCCESS && sh;
@@ -255,7 +260,7 @@ int pc_shm_allreduce_open(pcoll_t *ctx)
     sh->stride = stride;
     sh->gstride = gstride;
     for (int i = 0; i < sh->n; i++) sh->arrived[i] = &control_of(sh, i)->arrived;
-    sh->bar = (pc_nodebar_t){(_Atomic uint64_t *)(seg_of(sh, 0) + LINE + 2 * stride + 2 * gstride), sh->arrived,
+    sh->bar = (pc_nodebar_t){(_Atomic uint64_t *)(seg_of(sh, 0) + counter_at(stride, gstride)), sh->arrived,
                              sh->member, sh->n, sh->me, 0};
     atomic_flag_clear(&sh->busy);
     sh->spin = (long)sh->n <= sysconf(_SC_NPROCESSORS_ONLN); /* the progress threads sleep meanwhile */
@@ -277,7 +282,7 @@ int pc_shm_group_areas(const pcoll_t *ctx, char **area, size_t *data_bytes)
     if (!sh) return 0;
     *data_bytes = slot_bytes(&ctx->shm_sizes);
     if (area)
-        for (int k = 0; k < sh->n; k++) area[k] = seg_of(sh, k) + LINE + 2 * sh->stride + 2 * sh->gstride + LINE;
+        for (int k = 0; k < sh->n; k++) area[k] = seg_of(sh, k) + area_at(sh->stride, sh->gstride);
     return 1;
 }
 
