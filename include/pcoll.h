@@ -270,6 +270,37 @@ PCOLL_API int pcoll_get_timeouts(const pcoll_t *ctx, double *stall_warn_s, doubl
 PCOLL_API int pcoll_agree(pcoll_t *ctx, const char *what, int status, const char *why, int n,
                           const char *const *names, const int64_t *values);
 
+/* ---- timelines: what every rank did, for pcoll-trace ---------------------- */
+
+/*
+ * Recording a timeline (docs/timeline.md): each rank writes PREFIX.R.jsonl,
+ * its own events and the library's: every allreduce call, partial call and
+ * round, dynamic group, fusion bucket, stall warning and timeout, and the
+ * application's marks; `pcoll-trace merge PREFIX -o FILE` makes one Chrome
+ * Trace Event Format file of them (Perfetto, chrome://tracing), with the
+ * ranks' clocks aligned to rank 0's (offsets measured at start and stop);
+ * `pcoll-trace report FILE` names the straggler.
+ *
+ * pcoll_timeline_start and _stop are collective over the context (every
+ * rank, not concurrently with another start or stop); PCOLL_TIMELINE=PREFIX
+ * starts one in pcoll_init, and pcoll_finalize stops one that runs.  A
+ * prefix whose file cannot be created at some rank fails every rank
+ * (PCOLL_ERR_ARG, naming the file); a start while recording, or a stop
+ * while not, PCOLL_ERR_STATE.  Events go into per-thread buffers without
+ * locks or allocation, are written when a buffer fills and at the stop;
+ * none is lost.
+ */
+PCOLL_API int pcoll_timeline_start(pcoll_t *ctx, const char *prefix);
+PCOLL_API int pcoll_timeline_stop(pcoll_t *ctx);
+
+typedef enum pcoll_mark_phase { PCOLL_MARK_BEGIN = 0, PCOLL_MARK_END = 1 } pcoll_mark_phase_t;
+#define PCOLL_MARK_NAME_MAX 63
+/* Marks a phase of the application (name: 1 to PCOLL_MARK_NAME_MAX bytes,
+ * e.g. "forward", "backward", "step") beginning or ending on the calling
+ * thread; a thread's marks nest.  Local; without a running timeline it
+ * returns at once (after checking its arguments). */
+PCOLL_API int pcoll_timeline_mark(pcoll_t *ctx, const char *name, pcoll_mark_phase_t phase);
+
 /* ---- synchronous allreduce on any group ---------------------------------- */
 
 typedef enum pcoll_allreduce_algo {

@@ -33,6 +33,7 @@
 #include "shm_group.h"
 #include "shm_group_call.h"
 #include "stall.h"
+#include "timeline.h"
 
 /* Built schedules are kept for reuse while they fit in these bounds. */
 #define PC_CACHE_ENTRIES 32
@@ -386,13 +387,16 @@ static int shm_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
 }
 
 /* A blocking call by the message algorithms: posted quietly, then, in
- * pcoll_wait's place, normally run on this thread (it takes the token). */
+ * pcoll_wait's place, normally run on this thread (it takes the token).
+ * *algo: the algorithm it used (if it got that far). */
 static int message_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
-                        pcoll_op_t op, const int *group, int group_size, const char *fn)
+                        pcoll_op_t op, const int *group, int group_size, const char *fn,
+                        pcoll_allreduce_algo_t *algo)
 {
     pcoll_request_t *req;
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, fn, &req);
     if (rc != PCOLL_SUCCESS) return rc;
+    *algo = req->args.algo;
     pc_op_post(req, 1);
     return finish(req, pc_op_wait(req, fn), fn);
 }
@@ -413,26 +417,39 @@ static int shm_group_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size
     return 1;
 }
 
+/* pcoll_allreduce's paths; *algo: the one it took */
+static int allreduce_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
+                          pcoll_op_t op, const int *group, int group_size, pcoll_allreduce_algo_t *algo)
+{
+    static const char *fn = "pcoll_allreduce";
+    int rc;
+    *algo = PCOLL_ALGO_SHM;
+    if (!group && pc_shm_allreduce_takes(ctx, count, dtype)) return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+    if (group && shm_group_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, fn, &rc)) return rc;
+    return message_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, fn, algo);
+}
+
 int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count, pcoll_dtype_t dtype,
                     pcoll_op_t op, const int *group, int group_size)
 {
-    if (ctx && pc_ctx_check(ctx, __func__) == PCOLL_SUCCESS) {
-        if (!group && pc_shm_allreduce_takes(ctx, count, dtype))
-            return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, __func__);
-        int rc;
-        if (group && shm_group_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, __func__, &rc))
-            return rc;
-    }
-    return message_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__);
+    pcoll_allreduce_algo_t algo;
+    if (!ctx || pc_ctx_check(ctx, __func__) != PCOLL_SUCCESS)
+        return message_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &algo);
+    uint64_t t0 = pc_tl_now(ctx);
+    int rc = allreduce_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, &algo);
+    pc_tl_allreduce(ctx, t0, "allreduce", algo, count, dtype, group, group_size, rc);
+    return rc;
 }
 
 int pc_allreduce_agreed(pcoll_t *ctx, int64_t *buf, size_t count, const int *group, int group_size)
 {
     int rc;
+    pcoll_allreduce_algo_t algo;
     if (shm_group_call(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size, 1,
                        "pcoll_allreduce", &rc))
         return rc;
-    return message_call(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size, "pcoll_allreduce");
+    return message_call(ctx, PCOLL_IN_PLACE, buf, count, PCOLL_INT64, PCOLL_SUM, group, group_size, "pcoll_allreduce",
+                        &algo);
 }
 
 /* A nonblocking operation goes to the holder and into the application's
@@ -455,6 +472,8 @@ int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
     pcoll_request_t *req;
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
     if (rc != PCOLL_SUCCESS) return rc;
+    req->tl_t0 = pc_tl_now(ctx);
+    req->tl_call = "iallreduce";
     post_live(req, out);
     return PCOLL_SUCCESS;
 }

@@ -53,7 +53,7 @@ int pc_config_parse_algo(const char *text, pcoll_allreduce_algo_t *algo)
 
 /* ---- the table ---- */
 
-typedef enum { V_LEVEL, V_ALGO, V_BYTES, V_INT, V_BOOL, V_SECONDS, V_TABLE } var_kind_t;
+typedef enum { V_LEVEL, V_ALGO, V_BYTES, V_INT, V_BOOL, V_SECONDS, V_TABLE, V_PATH } var_kind_t;
 
 typedef struct var {
     pcoll_config_var_t pub; /* name, range, default, description, api, must_agree */
@@ -104,6 +104,11 @@ static const var_t vars[] = {
       "it has no row for: the built-in rule)",
       "", 1},
      V_TABLE, FIELD(tuning_file), 0, 0},
+    {{"PCOLL_TIMELINE", "a path prefix, or empty", "",
+      "record a timeline from pcoll_init on: rank R writes PREFIX.R.jsonl (pcoll-trace merges them; set at every "
+      "rank or at none)",
+      "pcoll_timeline_start", 1},
+     V_PATH, FIELD(timeline), 0, 0},
     {{"PCOLL_RANKS_PER_NODE", "a whole number in 0..1073741824", "0",
       "0: nodes are the machine's (shared memory); K: each also split into blocks of K consecutive ranks", "", 1},
      V_INT, FIELD(ranks_per_node), 0, 1L << 30},
@@ -201,6 +206,13 @@ static int parse(const var_t *var, const char *text, pc_config_t *cfg, char *why
         memset(&cfg->tuning, 0, sizeof cfg->tuning);
         memset(cfg->tuning_file, 0, sizeof cfg->tuning_file);
         return text[0] ? read_table(text, cfg, why, why_len) : 0;
+    case V_PATH:
+        if (strlen(text) >= sizeof cfg->timeline) {
+            snprintf(why, why_len, "longer than %zu bytes", sizeof cfg->timeline - 1);
+            return -1;
+        }
+        snprintf(at, sizeof cfg->timeline, "%s", text);
+        return 0;
     }
     return -1;
 }
@@ -214,6 +226,7 @@ static int64_t value_of(const pc_config_t *cfg, int i)
     case V_BYTES: return (int64_t)*(const size_t *)at;
     case V_SECONDS: return (int64_t)(*(const double *)at * 1e6); /* microseconds */
     case V_TABLE: return (int64_t)pc_tuning_hash(&cfg->tuning);        /* the rows, not the path */
+    case V_PATH: return at[0] != '\0';                                  /* on or off, not the path */
     default: return *(const int *)at;
     }
 }
@@ -227,7 +240,8 @@ static void text_of(const pc_config_t *cfg, int i, char *buf, size_t len)
     case V_ALGO: snprintf(buf, len, "%s", pcoll_allreduce_algo_name(*(const pcoll_allreduce_algo_t *)at)); break;
     case V_BYTES: snprintf(buf, len, "%zu", *(const size_t *)at); break;
     case V_SECONDS: snprintf(buf, len, "%g", *(const double *)at); break;
-    case V_TABLE: snprintf(buf, len, "%s", at); break;
+    case V_TABLE:
+    case V_PATH: snprintf(buf, len, "%s", at); break;
     default: snprintf(buf, len, "%d", *(const int *)at); break;
     }
 }

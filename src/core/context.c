@@ -22,6 +22,7 @@
 #include "op.h"
 #include "service.h"
 #include "stall.h"
+#include "timeline.h"
 
 int pc_ctx_check(const pcoll_t *ctx, const char *fn)
 {
@@ -167,6 +168,7 @@ static void destroy(pcoll_t *ctx)
     if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
     if (ctx->ctrl_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->ctrl_comm);
     pthread_mutex_destroy(&ctx->lock);
+    pc_rec_destroy(&ctx->rec);
     free(ctx);
 }
 
@@ -197,6 +199,7 @@ static int init_comms(MPI_Comm comm, int owns_mpi, pcoll_t **out, const char *fn
         ctx->owns_mpi = owns_mpi;
         ctx->comm = ctx->ctrl_comm = ctx->node_comm = MPI_COMM_NULL;
         pthread_mutex_init(&ctx->lock, NULL);
+        pc_rec_init(&ctx->rec);
         ctx->world.broken_seq = UINT64_MAX;
         atomic_init(&ctx->inflight, 0);
     }
@@ -310,6 +313,11 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     rc = pc_agree_step(&over, fn, init_comms(comm, owns_mpi, &ctx, fn));
     if (rc == PCOLL_SUCCESS) rc = pc_agree_step(&over, fn, init_tables(ctx, &cfg, fn));
     if (rc == PCOLL_SUCCESS) rc = init_engine(ctx, &cfg, fn);
+    if (rc == PCOLL_SUCCESS && cfg.timeline[0] && pc_timeline_begin(ctx, cfg.timeline, fn) != PCOLL_SUCCESS) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", pcoll_last_error());
+        rc = pc_error(PCOLL_ERR_CONFIG, fn, "PCOLL_TIMELINE=%s: %s", cfg.timeline, why);
+    }
     if (rc != PCOLL_SUCCESS) {
         if (ctx) destroy(ctx);
         if (owns_mpi) MPI_Finalize();
@@ -347,6 +355,8 @@ int pcoll_finalize(pcoll_t **pctx)
         }
     }
     pc_engine_wait(ctx->engine, nothing_inflight, ctx);
+    if (pc_tl_on(ctx) && pc_timeline_end(ctx, __func__) != PCOLL_SUCCESS)
+        pc_log(PCOLL_LOG_WARN, "pcoll_finalize: %s", pcoll_last_error());
     if (ctx->live_requests)
         pc_log(PCOLL_LOG_WARN, "pcoll_finalize: %ld requests were never completed with pcoll_wait/pcoll_test",
                ctx->live_requests);

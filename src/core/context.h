@@ -10,6 +10,7 @@
 #include "../engine/progress.h"
 #include "../engine/tags.h"
 #include "../util/nodes.h"
+#include "../util/recorder.h"
 #include "config.h"
 #include "groupmap.h"
 #include "idpool.h"
@@ -92,6 +93,7 @@ struct pcoll_ctx {
     pc_stall_state_t *stall;        /* holder: probes waiting for answers, responders */
 
     atomic_long inflight; /* operations started and not completed */
+    pc_rec_t rec;         /* the timeline recorder (core/timeline.h) */
 };
 
 /* Channel for a new persistent object, and the object's id (both the same

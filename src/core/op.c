@@ -11,6 +11,7 @@
 #include "service.h"
 #include "shm_group.h"
 #include "stall.h"
+#include "timeline.h"
 
 /* ---- schedules and their peers ---- */
 
@@ -290,6 +291,13 @@ static void run(pcoll_request_t *req)
 static void complete_as(pcoll_request_t *req, int tainted)
 {
     pcoll_t *ctx = req->ctx;
+    if (req->tl_t0) {
+        req->tl_end = pc_rec_now();
+        const pc_group_t *g = req->kind == PC_OP_WORLD || req->group->world ? NULL : req->group;
+        pc_tl_allreduce(ctx, req->tl_t0, req->tl_call, req->args.algo, req->args.count, req->args.dtype,
+                        g ? g->ranks : NULL, g ? g->n : 0, atomic_load(&req->fault.status));
+        req->tl_t0 = 0;
+    }
     if (tainted) {
         pthread_mutex_lock(&ctx->lock);
         if (req->kind == PC_OP_WORLD && req->seq < ctx->world.broken_seq) ctx->world.broken_seq = req->seq;

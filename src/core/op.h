@@ -89,6 +89,10 @@ struct pcoll_request {
     int outstanding;        /* plan: started, and no wait or test has returned it yet */
     pc_task_t task;
     struct pc_shm_group *shm; /* a plan's node-shared segment (algo shm), or NULL */
+    uint64_t tl_t0;         /* a public call's start, recorded in the timeline at
+                               completion (0: not recorded) */
+    const char *tl_call;    /* "iallreduce" or "start" */
+    uint64_t tl_end;        /* when it completed (recorded ones) */
     pcoll_request_t *next;  /* world line, free list, zombies */
 };
 

@@ -27,6 +27,7 @@
 #include "op.h"
 #include "plan.h"
 #include "shm_group.h"
+#include "timeline.h"
 
 struct pcoll_plan {
     pcoll_t *ctx;
@@ -148,10 +149,14 @@ int pcoll_start(pcoll_plan_t *plan, pcoll_request_t **out)
     atomic_store(&req->done, 0);
     pc_fault_clear(&req->fault);
     req->outstanding = 1;
+    req->tl_t0 = pc_tl_now(ctx);
+    req->tl_call = "start";
     pc_op_post(req, 0);
     *out = req;
     return PCOLL_SUCCESS;
 }
+
+uint64_t pc_plan_completed_at(const pcoll_plan_t *plan) { return plan->req->tl_end; }
 
 int pcoll_plan_free(pcoll_plan_t **pplan)
 {

@@ -21,4 +21,8 @@ int pc_plan_init(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t count,
  * message: the earlier timeout's says why. */
 int pc_request_give_up(pcoll_request_t **req, const char *fn);
 
+/* When the plan's last start completed here (its timeline clock: set only
+ * while a timeline records; 0 otherwise). */
+uint64_t pc_plan_completed_at(const pcoll_plan_t *plan);
+
 #endif

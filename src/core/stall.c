@@ -10,6 +10,7 @@
 #include "../util/error.h"
 #include "../util/log.h"
 #include "context.h"
+#include "timeline.h"
 
 typedef struct responder {
     pc_respond_fn fn;
@@ -257,10 +258,24 @@ static void list_reasons(const pcoll_t *ctx, const char **why, char *out, size_t
     }
 }
 
-/* Runs a probe and writes the report into out.  Returns 1 if the wait ended
- * meanwhile (nothing to report). */
-static int probe(pcoll_t *ctx, const pc_wait_t *w, char *out, size_t len)
+/* The ranks a report names, for the timeline. */
+#define NAMED_MAX 64
+typedef struct named {
+    int n;
+    int rank[NAMED_MAX];
+} named_t;
+
+static void collect_named(const pcoll_t *ctx, const char **why, named_t *named)
 {
+    for (int r = 0; r < ctx->size && named->n < NAMED_MAX; r++)
+        if (why[r]) named->rank[named->n++] = r;
+}
+
+/* Runs a probe and writes the report into out, and the ranks it names into
+ * *named.  Returns 1 if the wait ended meanwhile (nothing to report). */
+static int probe(pcoll_t *ctx, const pc_wait_t *w, char *out, size_t len, named_t *names)
+{
+    names->n = 0;
     int P = ctx->size;
     size_t nb = ((size_t)P + 7) / 8;
     pc_stall_probe_t *p = calloc(1, sizeof *p);
@@ -309,7 +324,11 @@ static int probe(pcoll_t *ctx, const pc_wait_t *w, char *out, size_t len)
     int named = 0;
     snprintf(out, len, "%s: waiting for ", p->what);
     list_reasons(ctx, p->why, out, len, &named);
-    if (!named) list_reasons(ctx, p->fallback, out, len, &named);
+    collect_named(ctx, p->why, names);
+    if (!named) {
+        list_reasons(ctx, p->fallback, out, len, &named);
+        collect_named(ctx, p->fallback, names);
+    }
     if (!named) {
         size_t at = strlen(out);
         snprintf(out + at, len > at ? len - at : 0, "no rank that this rank can name");
@@ -328,6 +347,7 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w)
     double t0 = -1;
     int warned = warn <= 0, status = PCOLL_SUCCESS;
     char report[1024];
+    named_t names;
     for (;;) {
         double next = -1; /* seconds after the start */
         if (!warned) next = warn;
@@ -339,15 +359,17 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w)
         double now = now_s();
         if (t0 < 0) t0 = began_us >= 0 ? began_us * 1e-6 : now - next; /* when the first wait's clock started */
         if (timeout > 0 && now >= t0 + timeout) {
-            if (probe(ctx, w, report, sizeof report)) break;
+            if (probe(ctx, w, report, sizeof report, &names)) break;
             status = pc_error(PCOLL_ERR_TIMEOUT, w->fn, "gave up after %.3g s (PCOLL_TIMEOUT_S): %s", now - t0,
                               report);
+            pc_tl_stall(ctx, w->fn, 1, names.rank, names.n, report);
             break;
         }
         if (!warned && now >= t0 + warn) {
             warned = 1;
-            if (probe(ctx, w, report, sizeof report)) break;
+            if (probe(ctx, w, report, sizeof report, &names)) break;
             pc_log(PCOLL_LOG_WARN, "%s: stalled for %.3g s (PCOLL_STALL_WARN_S): %s", w->fn, now - t0, report);
+            pc_tl_stall(ctx, w->fn, 0, names.rank, names.n, report);
         }
     }
     pc_ctx_unblock(ctx, w->object, w->channel, told);

@@ -13,6 +13,7 @@
 
 #include "../util/error.h"
 #include "../util/log.h"
+#include "../util/recorder.h"
 #include "doorbell.h"
 #include "nodebar.h"
 
@@ -596,6 +597,7 @@ static void *progress_main(void *arg)
     /* short sleeps should be short: the default 50 us timer slack is not */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     pc_log_set_rank(e->me, e->log_id);
+    pc_rec_thread_name("progress");
     /* give this thread its malloc arena now: glibc reserves 64 MiB of
      * address space for a thread's arena at its first malloc, which, made
      * later when memory is short (or RLIMIT_AS low), fails even for a few

@@ -29,6 +29,7 @@
 #include "../core/groupmap.h"
 #include "../core/object.h"
 #include "../core/plan.h"
+#include "../core/timeline.h"
 #include "../util/error.h"
 
 typedef struct bucket {
@@ -40,6 +41,7 @@ typedef struct bucket {
     int abandoned;    /* its allreduce timed out: MPI may still read data */
     pcoll_plan_t *plan;
     pcoll_request_t *req;
+    uint64_t tl_start;  /* its start in this step (timeline; 0: not recorded) */
 } bucket_t;
 
 struct pcoll_fusion {
@@ -52,6 +54,7 @@ struct pcoll_fusion {
     unsigned char *ready;   /* per layer: marked in this step */
     bucket_t *b;
     int next;               /* the next bucket to start */
+    uint64_t step;          /* steps completed (timeline) */
 };
 
 static void destroy(pcoll_fusion_t *f)
@@ -245,6 +248,7 @@ int pcoll_fusion_create(pcoll_t *ctx, const int *group, int group_size, void *gr
         return rc;
     }
     pc_object_register(&f->base, f, free_for_finalize, 0);
+    pc_tl_fusion_plan(ctx, f->base.id, pl);
     *out = f;
     return PCOLL_SUCCESS;
 }
@@ -276,10 +280,12 @@ int pcoll_fusion_ready(pcoll_fusion_t *f, int layer)
         return pc_error(PCOLL_ERR_STATE, fn, "layer %d was marked ready already in this step (pcoll_fusion_wait ends "
                                              "a step)", layer);
     f->ready[layer] = 1;
+    pc_tl_fusion_ready(f->base.ctx, f->base.id, f->step, layer);
     f->b[f->bucket_of[layer]].pending--;
     while (f->next < f->nbuckets && f->b[f->next].pending == 0) {
         bucket_t *b = &f->b[f->next];
         if (b->staged) stage(f, b, 1);
+        b->tl_start = pc_tl_now(f->base.ctx);
         if ((rc = pcoll_start(b->plan, &b->req)) != PCOLL_SUCCESS) {
             pc_fault_set(&f->base.fault, rc, "bucket %d (layers %d..%d) could not start: %s", f->next, b->first, b->last,
                          pcoll_last_error());
@@ -295,6 +301,7 @@ int pcoll_fusion_wait(pcoll_fusion_t *f)
     static const char *fn = "pcoll_fusion_wait";
     if (!f) return pc_error(PCOLL_ERR_NULL, fn, "fusion is NULL");
     int rc = PCOLL_SUCCESS, timed_out = 0;
+    uint64_t t0 = pc_tl_now(f->base.ctx);
     for (int k = 0; k < f->next; k++) {
         bucket_t *b = &f->b[k]; /* every bucket before next was started */
         /* after one timeout the later buckets (the same members) are given
@@ -308,6 +315,9 @@ int pcoll_fusion_wait(pcoll_fusion_t *f)
         } else if (b->staged) {
             stage(f, b, 0);
         }
+        if (wrc == PCOLL_SUCCESS)
+            pc_tl_fusion_bucket(f->base.ctx, b->tl_start, pc_plan_completed_at(b->plan), f->base.id, f->step, k,
+                                b->count * f->esize);
     }
     if (rc == PCOLL_SUCCESS && (rc = pc_fault_raise(&f->base.fault, fn)) == PCOLL_SUCCESS && f->next < f->nbuckets) {
         int missing = -1;
@@ -318,7 +328,9 @@ int pcoll_fusion_wait(pcoll_fusion_t *f)
                       "buckets completed)",
                       missing, f->next, f->nbuckets - 1);
     }
+    pc_tl_fusion_wait(f->base.ctx, t0, f->base.id, f->step);
     /* the next step */
+    f->step++;
     memset(f->ready, 0, (size_t)f->nlayers);
     for (int k = 0; k < f->nbuckets; k++) f->b[k].pending = f->b[k].last - f->b[k].first + 1;
     f->next = 0;

@@ -82,7 +82,7 @@ typedef struct pc_backend_env {
     size_t bitmap_bytes; /* (P + 7) / 8 */
     /* the driver's side, called on the token holder */
     void *owner;
-    void (*activated)(void *owner, uint64_t round, uint32_t flags);
+    void (*activated)(void *owner, uint64_t round, int root, uint32_t flags);
     /* buf (bytes) is the round's result; the driver takes it over */
     void (*completed)(void *owner, uint64_t round, void *buf, int root, uint32_t flags, int parked);
     void (*drained)(void *owner);

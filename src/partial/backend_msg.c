@@ -229,7 +229,7 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
     if (pc_links_activate(&m->links, env, round, s->root, s->flags, s->has_counted ? s->counted : NULL, links) < 0)
         return -1;
     if (first) {
-        env->activated(env->owner, round, flags);
+        env->activated(env->owner, round, s->root, flags);
         try_start(m);
     }
     return first;

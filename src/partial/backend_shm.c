@@ -521,7 +521,7 @@ static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, c
     }
     PC_DEBUG("partial ch%u: activate round %llu root %d flags %u in shared memory: %d", env->obj->channel,
              (unsigned long long)r, root, flags, rc);
-    if (rc == 1) env->activated(env->owner, r, flags);
+    if (rc == 1) env->activated(env->owner, r, root, flags);
     if (rc == 1 && s->nnodes > 1 && s->me != s->local[0]) kick(s, s->local[0]); /* to pass it on */
     if (from_link < 0)
         poll_rounds(s); /* take, sum, and complete what it can */

@@ -7,6 +7,7 @@
 #include "../core/service.h"
 #include "../algo/activation.h"
 #include "../core/stall.h"
+#include "../core/timeline.h"
 #include "../engine/reduce.h"
 #include "../util/log.h"
 
@@ -112,9 +113,10 @@ static void tell_leader(pcoll_partial_t *p, int type, uint64_t round)
 
 /* ---- backend events ---- */
 
-static void on_activated(void *owner, uint64_t round, uint32_t flags)
+static void on_activated(void *owner, uint64_t round, int root, uint32_t flags)
 {
     pcoll_partial_t *p = owner;
+    pc_tl_round_start(p->base.ctx, p->base.id, round, root, (flags & PC_ROUND_SYNC) != 0);
     if (!p->is_leader) return;
     pc_leader_activated(&p->leader, round, flags);
     decide(p);
@@ -134,8 +136,15 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
     pcoll_round_observer_t obs = p->observer;
     void *obs_arg = p->observer_arg;
     pthread_mutex_unlock(&p->lock);
+    int traced = pc_tl_on(p->base.ctx);
+    int n = obs || traced ? pc_policy_members(&p->policy, r, flags, p->me, p->round_group) : 0;
+    if (traced) {
+        int grouped = pc_policy_in_groups(&p->policy, r, flags);
+        pc_tl_round(p->base.ctx, p->base.id, pcoll_partial_kind_name(p->cfg.kind), r, root, active, contribs,
+                    (flags & PC_ROUND_SYNC) != 0, (flags & PC_ROUND_STANDIN) != 0, grouped ? p->round_group : NULL,
+                    grouped ? n : 0);
+    }
     if (obs) {
-        int n = pc_policy_members(&p->policy, r, flags, p->me, p->round_group);
         pcoll_round_t info = {r,       root,     (flags & PC_ROUND_STANDIN) != 0,
                               (int)active, (uint64_t)contribs, (flags & PC_ROUND_SYNC) != 0,
                               buf,     p->count, p->dtype, n, p->round_group};

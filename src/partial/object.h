@@ -47,6 +47,13 @@ struct pcoll_partial {
     /* ---- shared with the application ---- */
     pthread_mutex_t lock;
     int app_busy;                /* (L) a call is in progress (one thread) */
+    struct {                     /* application: the call in progress, for the timeline */
+        uint64_t t0;             /* its start (0: not recorded) */
+        const char *fn;          /* "allreduce", "deposit", "flush" */
+        int64_t round;           /* the round that takes its contribution (-1: none) */
+        int waited;
+        uint64_t rounds;         /* results it delivered */
+    } tl;
     void *delivered;             /* (L) results not yet collected */
     pc_delivery_t dmeta;         /* (L) what `delivered` holds */
     void **pool;                 /* (L) spare buffers */

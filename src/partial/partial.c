@@ -21,6 +21,7 @@
 #include "../algo/allreduce.h"
 #include "../core/agree.h"
 #include "../core/stall.h"
+#include "../core/timeline.h"
 #include "../engine/reduce.h"
 #include "../groups/rotation.h"
 #include "../util/error.h"
@@ -431,11 +432,18 @@ static int enter(pcoll_partial_t *p, const char *fn)
     }
     p->app_busy = 1;
     pthread_mutex_unlock(&p->lock);
+    p->tl.t0 = pc_tl_now(p->base.ctx);
+    p->tl.fn = fn + strlen("pcoll_partial_"); /* fn is a literal: so is its tail */
+    p->tl.round = -1;
+    p->tl.waited = 0;
+    p->tl.rounds = 0;
     return PCOLL_SUCCESS;
 }
 
 static int leave(pcoll_partial_t *p, int rc)
 {
+    pc_tl_partial_call(p->base.ctx, p->tl.t0, p->base.id, pcoll_partial_kind_name(p->cfg.kind), p->tl.fn, p->tl.round,
+                       p->tl.waited, p->tl.rounds, rc);
     pthread_mutex_lock(&p->lock);
     p->app_busy = 0;
     pthread_mutex_unlock(&p->lock);
@@ -477,6 +485,7 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
         d = NULL;
     }
     pthread_mutex_unlock(&p->lock);
+    p->tl.rounds = m.rounds;
     if (d) {
         copy_out(p, out, d, &m, own, contribution);
         pc_partial_buffer_put(p, d);
@@ -544,6 +553,8 @@ int pcoll_partial_allreduce(pcoll_partial_t *p, const void *contribution, void *
     if ((rc = pc_fault_raise(&p->base.fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
     step_choice_t c = {p, PC_STEP_RESULTS};
     uint64_t taken = p->be->ops->contribute(p->be, contribution, choose, &c);
+    p->tl.round = (int64_t)taken;
+    p->tl.waited = c.step != PC_STEP_RESULTS;
     wait_target_t w = {p, 0, 0, 0, 0, taken};
     if (c.step == PC_STEP_RESULTS) {
         /* rounds done (in node-shared memory, perhaps not yet completed
@@ -592,7 +603,7 @@ int pcoll_partial_deposit(pcoll_partial_t *p, const void *contribution)
     int rc = enter(p, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     if ((rc = pc_fault_raise(&p->base.fault, fn)) != PCOLL_SUCCESS) return leave(p, rc);
-    (void)p->be->ops->contribute(p->be, contribution, no_wait, NULL);
+    p->tl.round = (int64_t)p->be->ops->contribute(p->be, contribution, no_wait, NULL);
     p->be->ops->waiting(p->be, 0); /* a timed-out call's arrival stood until this call */
     return leave(p, PCOLL_SUCCESS);
 }
@@ -616,6 +627,7 @@ int pcoll_partial_flush(pcoll_partial_t *p, void *out, pcoll_partial_info_t *inf
         }
     }
     wait_target_t w = {p, 0, p->flush_calls, 0, PC_ARR_FLUSH, 0};
+    p->tl.waited = 1;
     rc = wait_for(p, &w, fn);
     p->flush_resumes = rc == PCOLL_ERR_TIMEOUT;
     if (rc == PCOLL_ERR_TIMEOUT) return leave(p, rc);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../core/agree.h"
+#include "../core/timeline.h"
 #include "../engine/reduce.h"
 #include "../groups/static_schedule.h"
 #include "../util/error.h"
@@ -206,7 +207,8 @@ static int average(pcoll_preduce_t *o, void *model, int n, double weight, const 
     return rc;
 }
 
-int pcoll_preduce(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_preduce_info_t *info)
+/* pcoll_preduce; *info is filled (group_size >= 1) once the group is known */
+static int preduce_call(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_preduce_info_t *info)
 {
     static const char *fn = "pcoll_preduce";
     if (o && !model) return pc_error(PCOLL_ERR_NULL, fn, "model_inout is NULL");
@@ -246,8 +248,7 @@ int pcoll_preduce(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_pre
      * with this rank */
     if (o->last && rc == PCOLL_SUCCESS) memcpy(o->last, model, o->bytes);
     o->calls++;
-    if (info) {
-        memset(info, 0, sizeof *info);
+    {
         info->group_id = gid;
         info->group_size = n;
         info->members = o->members;
@@ -257,6 +258,17 @@ int pcoll_preduce(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_pre
         info->reduce_s = t2 - t1;
     }
     return leave(o, rc);
+}
+
+int pcoll_preduce(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_preduce_info_t *info)
+{
+    pcoll_preduce_info_t got;
+    memset(&got, 0, sizeof got);
+    uint64_t t0 = o ? pc_tl_now(o->base.ctx) : 0;
+    int rc = preduce_call(o, model, iteration, &got);
+    if (t0) pc_tl_preduce(o->base.ctx, t0, o->base.id, pcoll_preduce_policy_name(o->cfg.policy), &got, rc);
+    if (info && got.group_size > 0) *info = got;
+    return rc;
 }
 
 /* FIN, then every group the controller planned with this rank, with

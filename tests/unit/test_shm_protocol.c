@@ -129,10 +129,11 @@ static void env_release(void *owner, void *buf)
     (void)owner;
     free(buf);
 }
-static void env_activated(void *owner, uint64_t round, uint32_t flags)
+static void env_activated(void *owner, uint64_t round, int root, uint32_t flags)
 {
     (void)owner;
     (void)round;
+    (void)root;
     (void)flags;
 }
 static void env_completed(void *owner, uint64_t round, void *buf, int root, uint32_t flags, int parked)

@@ -1,0 +1,12 @@
+/* Clock offsets to rank 0 (timelines): see clocks.c. */
+#ifndef PC_CORE_CLOCKS_H
+#define PC_CORE_CLOCKS_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+/* Collective over comm: this rank's CLOCK_MONOTONIC minus rank 0's at the
+ * same instant, and a bound on the error (rank 0: 0 and 0). */
+int pc_clock_offset(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns, const char *fn);
+
+#endif

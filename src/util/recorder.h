@@ -1,0 +1,118 @@
+/*
+ * The timeline recorder: events into per-thread buffers, written to one
+ * file per rank as JSON lines (docs/timeline.md).  Pure C: no MPI, no
+ * other pcoll layer; core/timeline.c starts and stops it and measures the
+ * clocks.
+ *
+ *   thread A: pc_rec_event -> [buffer A] --full: written by A---+
+ *   thread B: pc_rec_event -> [buffer B] --full: written by B---+--> PREFIX.R.jsonl
+ *   stop:     every buffer's rest, then the stop line ----------+
+ *
+ * A thread's first event of a session registers its buffer (a lock and,
+ * the first time, an allocation); after that an event is a clock read and
+ * a copy into the thread's own buffer: no lock, no allocation.  The owner
+ * publishes each event by advancing `head`; whoever writes a buffer out
+ * (the owner when it is full, the stop) does so under the file's lock, up
+ * to the published head.  Nothing is dropped.
+ */
+#ifndef PC_UTIL_RECORDER_H
+#define PC_UTIL_RECORDER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+/* What an event is; docs/timeline.md lists each one's keys. */
+typedef enum pc_ev_type {
+    PC_EV_ALLREDUCE,
+    PC_EV_PARTIAL_CALL,
+    PC_EV_ROUND_START,
+    PC_EV_ROUND,
+    PC_EV_PREDUCE,
+    PC_EV_FUSION_PLAN,
+    PC_EV_FUSION_READY,
+    PC_EV_FUSION_BUCKET,
+    PC_EV_FUSION_WAIT,
+    PC_EV_MARK,
+    PC_EV_STALL,
+    PC_EV_THREAD,
+    PC_EV_NTYPES
+} pc_ev_type_t;
+
+/* One event: 96 bytes.  Its fields f[] mean what the type's description
+ * (recorder.c) says: integers, static strings (pointers to literals that
+ * live as long as the process) or doubles (their bits).  A list of ranks
+ * and a text, if the type has them, follow in `extra` slots of the same
+ * size: the list's ints, then the text's bytes. */
+#define PC_EV_FIELDS 9
+typedef struct pc_ev {
+    uint64_t t, dur;     /* ns of CLOCK_MONOTONIC; dur 0 for instants */
+    uint16_t type;       /* pc_ev_type_t */
+    uint16_t extra;      /* slots that follow */
+    uint16_t nlist;      /* ranks in them */
+    uint16_t ntext;      /* bytes of text after the ranks */
+    int64_t f[PC_EV_FIELDS];
+} pc_ev_t;
+
+#define PC_REC_BUF_EVENTS 8192 /* per thread: 512 KiB */
+
+typedef struct pc_rec_buf pc_rec_buf_t;
+
+typedef struct pc_rec {
+    atomic_int on;          /* recording (read on every event site) */
+    atomic_uint gen;        /* the session: buffers of an older one start over */
+    pthread_mutex_t lock;   /* the buffer list, the file and every write */
+    pc_rec_buf_t *bufs;     /* every thread's that recorded, ever */
+    int nthreads;           /* tids handed out this session */
+    FILE *file;
+    uint64_t written;       /* events written this session */
+    int write_failed;       /* errno of the first failed write, 0 */
+} pc_rec_t;
+
+static inline uint64_t pc_rec_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline int pc_rec_on(pc_rec_t *r) { return r && atomic_load_explicit(&r->on, memory_order_relaxed); }
+
+int pc_rec_init(pc_rec_t *r);
+void pc_rec_destroy(pc_rec_t *r); /* stopped first */
+
+/* Opens the session on an open file (the recorder owns it from here);
+ * header: the header line's keys after "ev" (JSON, without braces). */
+void pc_rec_open(pc_rec_t *r, FILE *file, const char *header);
+/* Stops recording, writes every buffer's rest and the stop line (its keys
+ * after "ev", "t" and "events"), closes the file.  0, or the errno of a
+ * write that failed during the session. */
+int pc_rec_close(pc_rec_t *r, const char *stop_keys);
+
+/* Records one event (when on; callers test pc_rec_on first to skip
+ * computing the fields): list, nlist ranks (NULL: none); text (NULL:
+ * none; cut at PC_EV_TEXT_MAX bytes). */
+#define PC_EV_LIST_MAX 4096
+#define PC_EV_TEXT_MAX 1024
+void pc_rec_event(pc_rec_t *r, pc_ev_type_t type, uint64_t t, uint64_t dur, const int64_t f[PC_EV_FIELDS],
+                  const int *list, int nlist, const char *text);
+
+/* The calling thread's name in the timeline files ("application" unless
+ * set): the progress thread names itself. */
+void pc_rec_thread_name(const char *name);
+
+/* A double kept in an event field. */
+static inline int64_t pc_ev_double(double d)
+{
+    union {
+        double d;
+        int64_t i;
+    } u = {.d = d};
+    return u.i;
+}
+static inline int64_t pc_ev_str(const char *s) { return (int64_t)(intptr_t)s; }
+
+#endif
