@@ -292,6 +292,8 @@ PCOLL_API int pcoll_agree(pcoll_t *ctx, const char *what, int status, const char
  */
 PCOLL_API int pcoll_timeline_start(pcoll_t *ctx, const char *prefix);
 PCOLL_API int pcoll_timeline_stop(pcoll_t *ctx);
+/* 1 while a timeline records, else 0 (also for a NULL context). */
+PCOLL_API int pcoll_timeline_recording(const pcoll_t *ctx);
 
 typedef enum pcoll_mark_phase { PCOLL_MARK_BEGIN = 0, PCOLL_MARK_END = 1 } pcoll_mark_phase_t;
 #define PCOLL_MARK_NAME_MAX 63

@@ -21,6 +21,7 @@ pcoll-train's keys (steps_per_s, test_accuracy, time_to_target_s, ...) and
 `curve`: [elapsed_s, steps, test_accuracy] per copy.
 """
 import argparse
+import contextlib
 import copy
 import json
 import math
@@ -62,6 +63,8 @@ def parse_args(argv=None):
     ap.add_argument("--data", default=common.DATA_DIR, help="the Fashion-MNIST IDX files (default %(default)s)")
     ap.add_argument("--timeout", type=float, default=0, help="pcoll: PCOLL_TIMEOUT_S for every blocking call")
     ap.add_argument("--json", help="write the results here (rank 0)")
+    ap.add_argument("--timeline", metavar="PREFIX",
+                    help="pcoll: record a timeline (rank R writes PREFIX.R.jsonl; pcoll-trace merges them)")
     args = ap.parse_args(argv)
     if args.epochs < 1 or args.batch < 1 or args.evals_per_epoch < 1 or args.max_steps < 0:
         ap.error("--epochs, --batch and --evals-per-epoch must be >= 1, --max-steps >= 0")
@@ -70,6 +73,8 @@ def parse_args(argv=None):
         ap.error("--algo %r: ddp, sync, solo, majority, quorum:Q, wagma[:S] or preduce:SPEC" % args.algo)
     if args.sync_every < 0:
         args.sync_every = 10 if kind == "wagma" else 0
+    if args.timeline is not None and (kind == "ddp" or not args.timeline):
+        ap.error("--timeline: a non-empty prefix, with a pcoll algorithm (not ddp)")
     return args
 
 
@@ -81,17 +86,24 @@ class Exchange:
     def __init__(self, args, model, comm):
         self.args, self.kind = args, args.algo.split(":")[0]
         self.ddp = None
+        self.ctx = None
         if self.kind == "ddp":
             common.init_ddp(comm)
             self.ddp = torch.nn.parallel.DistributedDataParallel(model)
             self.model = self.ddp
         else:
             import pcoll.torch as pt
-            ctx = pt.init()
+            ctx = self.ctx = pt.init()
             if args.timeout > 0:
                 ctx.set_timeouts(min(60.0, args.timeout), args.timeout)
+            if args.timeline:
+                ctx.timeline_start(args.timeline)
             pt.broadcast_parameters(model)
             self.model = model
+
+    def phase(self, name):
+        """The timeline's mark of a phase of the step (nothing for ddp)."""
+        return self.ctx.phase(name) if self.ctx is not None else contextlib.nullcontext()
 
     def wrap(self, opt, model):
         import pcoll.torch as pt
@@ -170,14 +182,19 @@ def main(argv=None):
         x, y = shard_x[idx], shard_y[idx]
         t = time.perf_counter()
         opt.zero_grad()
-        loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        t1 = time.perf_counter()
-        delay = imb.delay_ms(me, step, (t1 - t) * 1e3)
-        common.sleep_ms(delay)
-        t2 = time.perf_counter()
-        opt.step()
-        t3 = time.perf_counter()
+        with ex.phase("step"):
+            with ex.phase("forward"):
+                loss = F.cross_entropy(net(x), y)
+            with ex.phase("backward"):
+                loss.backward()
+            t1 = time.perf_counter()
+            delay = imb.delay_ms(me, step, (t1 - t) * 1e3)
+            if delay > 0:
+                with ex.phase("delay"):
+                    common.sleep_ms(delay)
+            t2 = time.perf_counter()
+            opt.step()
+            t3 = time.perf_counter()
         compute_s += t1 - t
         sleep_s += t2 - t1
         exchange_s += t3 - t2

@@ -17,6 +17,7 @@ The C API this mirrors is include/pcoll.h; docs/design.md says what each call
 does.
 """
 import atexit as _atexit
+import contextlib as _contextlib
 import sys as _sys
 
 # mpi4py initializes MPI (with MPI_THREAD_MULTIPLE, which pcoll needs) and
@@ -68,6 +69,17 @@ class Context(_pcoll.Context):
 
     def __exit__(self, *exc):
         self.finalize()
+
+    @_contextlib.contextmanager
+    def phase(self, name):
+        """with ctx.phase("forward"): ... marks an application phase in the
+        timeline (docs/timeline.md); costs next to nothing unless one records
+        (timeline_start, or PCOLL_TIMELINE)."""
+        self.mark(name, True)
+        try:
+            yield
+        finally:
+            self.mark(name, False)
 
 
 def init(comm=None):

@@ -482,7 +482,8 @@ class SyncOptimizer(_FlatGrads):
 
     def step(self, closure=None):
         loss = closure() if closure is not None else None
-        self.synchronize()
+        with self.ctx.phase("exchange"):
+            self.synchronize()
         if self.plan is None:
             self._times.append(((self._forward[1] - self._forward[0]) * 1e6, self._forward[1], self._step_hooks))
             self._step_hooks = {}
@@ -535,7 +536,9 @@ class EagerOptimizer(_FlatGrads):
         self._live()
         loss = closure() if closure is not None else None
         self._rebind()
-        self._apply(self.partial.allreduce(self.grads.array))
+        with self.ctx.phase("exchange"):
+            info = self.partial.allreduce(self.grads.array)
+        self._apply(info)
         return loss
 
     def _close(self):
@@ -574,7 +577,8 @@ class WagmaOptimizer(_FlatModel):
         self._live()
         loss = closure() if closure is not None else None
         self.optimizer.step()
-        self.info = self.partial.allreduce(self.model_flat.array)
+        with self.ctx.phase("exchange"):
+            self.info = self.partial.allreduce(self.model_flat.array)
         return loss
 
     def _close(self):
@@ -606,7 +610,8 @@ class PReduceOptimizer(_FlatModel):
         loss = closure() if closure is not None else None
         self.optimizer.step()
         self.iteration += 1
-        self.info = self.preduce.reduce(self.model_flat.array, self.iteration)
+        with self.ctx.phase("exchange"):
+            self.info = self.preduce.reduce(self.model_flat.array, self.iteration)
         self.iteration = max(self.iteration, self.info.iteration)
         return loss
 

@@ -351,6 +351,55 @@ static PyObject *context_agree(pcpy_context_t *c, PyObject *args, PyObject *kw)
     Py_RETURN_NONE;
 }
 
+/* ---- timelines (docs/timeline.md) ---- */
+
+static PyObject *context_timeline_start(pcpy_context_t *c, PyObject *arg)
+{
+    const char *prefix = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!prefix) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "timeline_start: prefix must be a str");
+        return NULL;
+    }
+    pcoll_t *ctx = pcpy_ctx(c, "timeline_start");
+    if (!ctx) return NULL;
+    int rc;
+    PCPY_BLOCKING(c, rc = pcoll_timeline_start(ctx, prefix));
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_timeline_stop(pcpy_context_t *c, PyObject *noargs)
+{
+    (void)noargs;
+    pcoll_t *ctx = pcpy_ctx(c, "timeline_stop");
+    if (!ctx) return NULL;
+    int rc;
+    PCPY_BLOCKING(c, rc = pcoll_timeline_stop(ctx));
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
+/* mark(name, begin): a phase of the application begins (True) or ends */
+static PyObject *context_mark(pcpy_context_t *c, PyObject *args)
+{
+    const char *name;
+    int begin;
+    if (!PyArg_ParseTuple(args, "sp:mark", &name, &begin)) return NULL;
+    pcoll_t *ctx = pcpy_ctx(c, "mark");
+    if (!ctx) return NULL;
+    int rc = pcoll_timeline_mark(ctx, name, begin ? PCOLL_MARK_BEGIN : PCOLL_MARK_END);
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_get_recording(pcpy_context_t *c, void *closure)
+{
+    (void)closure;
+    pcoll_t *ctx = pcpy_ctx(c, "recording");
+    if (!ctx) return NULL;
+    return PyBool_FromLong(pcoll_timeline_recording(ctx));
+}
+
 /* ---- settings and counters ---- */
 
 static PyObject *context_set_timeouts(pcpy_context_t *c, PyObject *args, PyObject *kw)
@@ -552,6 +601,12 @@ static PyMethodDef context_methods[] = {
      "calibrate(group=None, min_bytes=4, max_bytes=64 MiB, reps=0) -> CostModel (collective)"},
     {"set_timeouts", KW(context_set_timeouts), "set_timeouts(stall_warn_s, timeout_s): 0 = never"},
     {"stats", (PyCFunction)context_stats, METH_NOARGS, "stats() -> dict of the bytes and messages sent"},
+    {"timeline_start", (PyCFunction)context_timeline_start, METH_O,
+     "timeline_start(prefix): collective; rank R records into prefix.R.jsonl (pcoll-trace merges them)"},
+    {"timeline_stop", (PyCFunction)context_timeline_stop, METH_NOARGS, "timeline_stop(): collective; writes the files"},
+    {"mark", (PyCFunction)context_mark, METH_VARARGS,
+     "mark(name, begin): an application phase begins (True) or ends (False) in the timeline; a no-op unless one "
+     "records"},
     {"set_allreduce_algo", (PyCFunction)context_set_allreduce_algo, METH_O,
      "set_allreduce_algo('auto'|'recdbl'|'rabenseifner'|'ring'|'direct')"},
     {"allreduce_algo_for", KW(context_allreduce_algo_for),
@@ -569,6 +624,7 @@ static PyGetSetDef context_getset[] = {
     {"size", (getter)context_get_size, NULL, "the number of ranks", NULL},
     {"finalized", (getter)context_get_finalized, NULL, "finalize() was called", NULL},
     {"timeouts", (getter)context_get_timeouts, NULL, "(stall_warn_s, timeout_s)", NULL},
+    {"recording", (getter)context_get_recording, NULL, "a timeline is being recorded", NULL},
     {"progress_policy", (getter)context_get_progress_policy, (setter)context_set_progress_policy,
      "dict: idle_spin_us, active_spin_us, wait_spin_us, max_sleep_us", NULL},
     {NULL, NULL, NULL, NULL, NULL},

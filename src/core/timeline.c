@@ -108,6 +108,8 @@ int pcoll_timeline_stop(pcoll_t *ctx)
     return pc_timeline_end(ctx, __func__);
 }
 
+int pcoll_timeline_recording(const pcoll_t *ctx) { return ctx && pc_tl_on((pcoll_t *)ctx); }
+
 int pcoll_timeline_mark(pcoll_t *ctx, const char *name, pcoll_mark_phase_t phase)
 {
     if (!ctx) return PC_ERR(PCOLL_ERR_NULL, "ctx is NULL");

@@ -20,8 +20,15 @@ int main(int argc, char **argv)
     if (train_opts_parse(argc, argv, rank, &o) == 1) { /* --help */
         return MPI_Finalize() == MPI_SUCCESS ? 0 : 1;
     }
-    /* the mpi baseline runs without pcoll's progress thread */
-    pcoll_t *ctx = exchange_needs_pcoll(o.algo) ? tool_pcoll_init() : NULL;
+    /* the mpi baseline runs without pcoll's progress thread, unless it
+       records a timeline */
+    pcoll_t *ctx = exchange_needs_pcoll(o.algo) || o.timeline || getenv("PCOLL_TIMELINE") ? tool_pcoll_init() : NULL;
+    if (ctx && o.timeline && pcoll_timeline_start(ctx, o.timeline) != PCOLL_SUCCESS) {
+        if (rank == 0) fprintf(stderr, "pcoll-train: --timeline: %s\n", pcoll_last_error());
+        pcoll_finalize(&ctx);
+        MPI_Finalize();
+        return 1;
+    }
     train_result_t res;
     int rc = train_run(&o, ctx, &res);
     if (rc != 0) {

@@ -107,6 +107,11 @@ static const char *help =
     "output\n"
     "  --csv FILE            per-epoch log (default none)\n"
     "  --json FILE           run summary as one JSON object (default none)\n"
+    "  --timeline PREFIX     record a timeline of the training (the library's events\n"
+    "                        and the phases forward, backward, delay, exchange, step):\n"
+    "                        rank R writes PREFIX.R.jsonl; merge them with pcoll-trace\n"
+    "                        (default none; PCOLL_TIMELINE=PREFIX does the same from\n"
+    "                        pcoll_init on)\n"
     "  --target X            report the time to reach test accuracy >= X (fmnist) or\n"
     "                        validation MSE <= X (hyperplane) (default none)\n"
     "  --eval-every N        keep (and evaluate after training) the model every N epochs;\n"
@@ -164,7 +169,7 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
     enum {
         F_TASK = 256, F_DATA, F_LAYERS, F_TRAIN_LIMIT, F_DIM, F_TRAIN_POINTS, F_VAL_POINTS, F_NOISE, F_ALGO,
         F_SYNC_EVERY, F_MODEL_SYNC, F_LR, F_LR_SCHEDULE, F_MOMENTUM, F_BATCH, F_EPOCHS, F_MAX_STEPS, F_SEED, F_IMBALANCE, F_CSV,
-        F_JSON, F_TARGET, F_EVAL_EVERY, F_GEMM, F_QUIET, F_HELP, F_FUSION, F_FUSION_MODEL
+        F_JSON, F_TARGET, F_EVAL_EVERY, F_GEMM, F_QUIET, F_HELP, F_FUSION, F_FUSION_MODEL, F_TIMELINE
     };
     static const struct option flags[] = {
         {"task", required_argument, 0, F_TASK},
@@ -188,6 +193,7 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
         {"imbalance", required_argument, 0, F_IMBALANCE},
         {"csv", required_argument, 0, F_CSV},
         {"json", required_argument, 0, F_JSON},
+        {"timeline", required_argument, 0, F_TIMELINE},
         {"target", required_argument, 0, F_TARGET},
         {"eval-every", required_argument, 0, F_EVAL_EVERY},
         {"gemm", required_argument, 0, F_GEMM},
@@ -250,6 +256,10 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
         }
         case F_CSV: o->csv_path = v; break;
         case F_JSON: o->json_path = v; break;
+        case F_TIMELINE:
+            if (!v[0]) tool_usage_error(prog, "--timeline: the prefix is empty");
+            o->timeline = v;
+            break;
         case F_TARGET: o->target = tool_flag_double(prog, "--target", v, -1e300, 1e300); break;
         case F_EVAL_EVERY: o->eval_every = tool_flag_long(prog, "--eval-every", v, 1, 1000000); break;
         case F_GEMM:

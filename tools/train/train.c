@@ -51,6 +51,8 @@ typedef struct run {
     int32_t *lb;    /* the batch's labels */
     size_t *order;  /* shuffled indices into the shard */
     exchange_t *ex;
+    pcoll_t *ctx;     /* NULL for the mpi baseline without a timeline */
+    int marks;        /* a timeline records: mark the step's phases */
     float *snapshots; /* rank 0: snap_cap x nparams, nsnap taken */
     size_t nsnap, snap_cap;
     long *snap_epoch; /* the epoch index (0-based) of each snapshot */
@@ -135,11 +137,26 @@ static void run_free(run_t *r)
 
 static void gather_batch(run_t *r, size_t b, mlp_batch_t *mb);
 
-/* backprop's hook during training: layer `layer`'s gradient is complete */
+/* A phase of the step in the timeline (when one records). */
+static void mark(const run_t *r, const char *name, pcoll_mark_phase_t phase)
+{
+    if (r->marks && pcoll_timeline_mark(r->ctx, name, phase) != PCOLL_SUCCESS) {
+        tr_fail("pcoll_timeline_mark: %s", pcoll_last_error());
+        fatal(r->rank);
+    }
+}
+
+/* backprop's hook during training: the forward pass is done (layer -1), or
+ * layer `layer`'s gradient is complete */
 static void layer_done(void *arg, int layer)
 {
     run_t *r = arg;
-    if (layer >= 0 && exchange_layer_ready(r->ex, layer) != 0) fatal(r->rank);
+    if (layer < 0) {
+        mark(r, "forward", PCOLL_MARK_END);
+        mark(r, "backward", PCOLL_MARK_BEGIN);
+    } else if (exchange_wants_layers(r->ex) && exchange_layer_ready(r->ex, layer) != 0) {
+        fatal(r->rank);
+    }
 }
 
 typedef struct hook_times {
@@ -479,6 +496,7 @@ static void evaluate_snapshots(run_t *r, train_result_t *res)
 static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
 {
     const train_opts_t *o = &r->o;
+    r->ctx = ctx;
     int ok = check_opts(o) == 0;
     ok = ok && (!o->gemm || gemm_select_kernel(o->gemm) == 0);
     ok = ok && imbalance_parse(o->imbalance ? o->imbalance : "none", o->seed, &r->imb) == 0;
@@ -515,27 +533,38 @@ static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
 static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_stats_t *st)
 {
     const train_opts_t *o = &r->o;
+    r->marks = pcoll_timeline_recording(r->ctx);
+    mark(r, "step", PCOLL_MARK_BEGIN);
     double ta = MPI_Wtime();
     mlp_batch_t mb;
     gather_batch(r, (size_t)*b, &mb);
     /* with buckets, each layer's gradient is handed over as backprop
        completes it (its allreduce may start at once) */
-    double loss = exchange_wants_layers(r->ex)
+    mark(r, "forward", PCOLL_MARK_BEGIN);
+    double loss = exchange_wants_layers(r->ex) || r->marks
                       ? mlp_loss_grad_hooked(r->model, r->params, r->work, &mb, r->grad, layer_done, r)
                       : mlp_loss_grad(r->model, r->params, r->work, &mb, r->grad);
+    mark(r, "backward", PCOLL_MARK_END);
     const double lr = lr_at(o, r->step, r->total_steps);
     /* a model exchange averages the model after a local step */
     if (exchange_averages_models(r->ex))
         sgd_step(r->params, r->velocity, r->grad, r->model->nparams, (float)lr, (float)o->momentum);
     double tb = MPI_Wtime();
     double delay = imbalance_delay_ms(&r->imb, r->rank, r->nranks, r->step, (tb - ta) * 1e3);
-    sleep_ms(delay);
+    if (delay > 0) {
+        mark(r, "delay", PCOLL_MARK_BEGIN);
+        sleep_ms(delay);
+        mark(r, "delay", PCOLL_MARK_END);
+    }
     double tc = MPI_Wtime();
     exchange_info_t info;
     const float *in = exchange_averages_models(r->ex) ? r->params : r->grad;
+    mark(r, "exchange", PCOLL_MARK_BEGIN);
     if (exchange_step(r->ex, in, r->update, &info)) fatal(r->rank);
+    mark(r, "exchange", PCOLL_MARK_END);
     double td = MPI_Wtime();
     apply_delivery(r, &info, lr, st);
+    mark(r, "step", PCOLL_MARK_END);
     r->loss_sum[e] += loss;
     r->loss_cnt[e] += 1;
     st->compute_s += tb - ta;

@@ -43,6 +43,7 @@ typedef struct train_opts {
     double target;             /* accuracy (fmnist) or MSE (hyperplane); NAN = none */
     const char *csv_path;      /* NULL = none */
     const char *json_path;     /* NULL = none */
+    const char *timeline;      /* --timeline PREFIX: record one (NULL = none) */
     const char *gemm;          /* kernel: auto, avx512, avx2, generic */
     const char *fusion;        /* mpi, sync: a merge plan for the layers' gradients
                                   (optimal, mgwfbp, wfbp, single, fixed:BYTES); NULL: none */
