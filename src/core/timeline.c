@@ -116,11 +116,11 @@ int pcoll_timeline_mark(pcoll_t *ctx, const char *name, pcoll_mark_phase_t phase
     if (!name) return PC_ERR(PCOLL_ERR_NULL, "name is NULL");
     if (phase != PCOLL_MARK_BEGIN && phase != PCOLL_MARK_END)
         return PC_ERR(PCOLL_ERR_ARG, "phase %d is not PCOLL_MARK_BEGIN or PCOLL_MARK_END", (int)phase);
-    if (!pc_tl_on(ctx)) return PCOLL_SUCCESS;
     size_t n = strnlen(name, PCOLL_MARK_NAME_MAX + 1);
     if (n == 0 || n > PCOLL_MARK_NAME_MAX)
         return PC_ERR(PCOLL_ERR_ARG, "name \"%.16s%s\" must have 1 to %d bytes", name, n ? "..." : "",
                       PCOLL_MARK_NAME_MAX);
+    if (!pc_tl_on(ctx)) return PCOLL_SUCCESS;
     int64_t f[PC_EV_FIELDS] = {pc_ev_str(phase == PCOLL_MARK_BEGIN ? "B" : "E")};
     pc_rec_event(&ctx->rec, PC_EV_MARK, pc_rec_now(), 0, f, NULL, 0, name);
     return PCOLL_SUCCESS;

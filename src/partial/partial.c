@@ -440,10 +440,16 @@ static int enter(pcoll_partial_t *p, const char *fn)
     return PCOLL_SUCCESS;
 }
 
-static int leave(pcoll_partial_t *p, int rc)
+/* the call in the timeline */
+static void trace_call(const pcoll_partial_t *p, int rc)
 {
     pc_tl_partial_call(p->base.ctx, p->tl.t0, p->base.id, pcoll_partial_kind_name(p->cfg.kind), p->tl.fn, p->tl.round,
                        p->tl.waited, p->tl.rounds, rc);
+}
+
+static int leave(pcoll_partial_t *p, int rc)
+{
+    trace_call(p, rc);
     pthread_mutex_lock(&p->lock);
     p->app_busy = 0;
     pthread_mutex_unlock(&p->lock);
@@ -644,6 +650,7 @@ int pcoll_partial_free(pcoll_partial_t **pp)
     pcoll_partial_t *p = *pp;
     int rc = enter(p, fn);
     if (rc != PCOLL_SUCCESS) return rc;
+    p->tl.waited = 1;
     /* a free that timed out is resumed, not begun again */
     if (!p->free_sent) {
         p->be->ops->waiting(p->be, 1); /* active in every round until the last */
@@ -660,6 +667,7 @@ int pcoll_partial_free(pcoll_partial_t **pp)
     if (rc != PCOLL_SUCCESS && !atomic_load(&p->drained)) return leave(p, rc);
     pc_driver_close(p);
     if (p->needs_park) pc_park_detach(p->base.ctx);
+    trace_call(p, PCOLL_SUCCESS);
     destroy(p); /* collective for a node-shared backend: every rank is draining */
     *pp = NULL;
     return PCOLL_SUCCESS;

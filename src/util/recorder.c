@@ -8,7 +8,7 @@
 
 struct pc_rec_buf {
     pc_rec_t *rec;
-    unsigned gen;         /* the session the buffer's events belong to */
+    uint64_t session;     /* the session the buffer's events belong to */
     int tid;
     pthread_t owner;
     _Atomic size_t head;  /* owner: events published up to here */
@@ -122,14 +122,20 @@ static void write_range(pc_rec_t *r, pc_rec_buf_t *b, size_t from, size_t to)
 
 /* ---- the buffers ---- */
 
-static _Thread_local pc_rec_buf_t *my_buf;      /* the last one this thread used */
+/* The buffer this thread used last, and its session.  Sessions are
+ * numbered across every recorder of the process, so a match means the
+ * buffer is the one of a recorder that is recording now (a recorder
+ * destroyed since, even one whose memory a new one took, cannot match). */
+static _Thread_local uint64_t my_session;
+static _Thread_local pc_rec_buf_t *my_buf;
 static _Thread_local const char *my_name;       /* pc_rec_thread_name */
+static atomic_ullong sessions;                  /* numbers handed out */
 
 void pc_rec_thread_name(const char *name) { my_name = name; }
 
 /* This thread's buffer for the current session: a new one the first time;
  * NULL without memory (the event is then not recorded). */
-static pc_rec_buf_t *buffer_of_thread(pc_rec_t *r, unsigned gen, uint64_t t)
+static pc_rec_buf_t *buffer_of_thread(pc_rec_t *r, uint64_t session, uint64_t t)
 {
     pthread_t self = pthread_self();
     pthread_mutex_lock(&r->lock);
@@ -138,14 +144,14 @@ static pc_rec_buf_t *buffer_of_thread(pc_rec_t *r, unsigned gen, uint64_t t)
     if (!b && (b = malloc(sizeof *b)) != NULL) {
         b->rec = r;
         b->owner = self;
-        b->gen = gen - 1;
+        b->session = 0;
         atomic_init(&b->head, 0);
         b->flushed = 0;
         b->next = r->bufs;
         r->bufs = b;
     }
-    if (b && b->gen != gen) { /* the thread's first event of this session */
-        b->gen = gen;
+    if (b && b->session != session) { /* the thread's first event of this session */
+        b->session = session;
         b->tid = r->nthreads++;
         b->flushed = atomic_load(&b->head); /* events of an older session are dropped */
         pc_ev_t e = {.t = t, .type = PC_EV_THREAD};
@@ -153,7 +159,10 @@ static pc_rec_buf_t *buffer_of_thread(pc_rec_t *r, unsigned gen, uint64_t t)
         write_event(r, &e, b->tid);
     }
     pthread_mutex_unlock(&r->lock);
-    if (b) my_buf = b;
+    if (b) {
+        my_buf = b;
+        my_session = session;
+    }
     return b;
 }
 
@@ -171,9 +180,8 @@ static void make_room(pc_rec_buf_t *b)
 void pc_rec_event(pc_rec_t *r, pc_ev_type_t type, uint64_t t, uint64_t dur, const int64_t f[PC_EV_FIELDS],
                   const int *list, int nlist, const char *text)
 {
-    unsigned gen = atomic_load_explicit(&r->gen, memory_order_relaxed);
-    pc_rec_buf_t *b = my_buf;
-    if (!b || b->rec != r || b->gen != gen) b = buffer_of_thread(r, gen, t);
+    uint64_t session = atomic_load_explicit(&r->session, memory_order_relaxed);
+    pc_rec_buf_t *b = my_session == session && session ? my_buf : buffer_of_thread(r, session, t);
     if (!b) return;
     if (nlist < 0 || !list) nlist = 0;
     if (nlist > PC_EV_LIST_MAX) nlist = PC_EV_LIST_MAX;
@@ -207,7 +215,7 @@ int pc_rec_init(pc_rec_t *r)
 {
     memset(r, 0, sizeof *r);
     atomic_init(&r->on, 0);
-    atomic_init(&r->gen, 0);
+    atomic_init(&r->session, 0);
     return pthread_mutex_init(&r->lock, NULL) == 0 ? 0 : -1;
 }
 
@@ -232,7 +240,7 @@ void pc_rec_open(pc_rec_t *r, FILE *file, const char *header)
     r->write_failed = 0;
     setvbuf(file, NULL, _IOFBF, 1 << 20);
     fprintf(file, "{\"ev\":\"header\",%s}\n", header);
-    atomic_fetch_add(&r->gen, 1);
+    atomic_store(&r->session, atomic_fetch_add(&sessions, 1) + 1);
     pthread_mutex_unlock(&r->lock);
     atomic_store(&r->on, 1);
 }
@@ -241,10 +249,10 @@ int pc_rec_close(pc_rec_t *r, const char *stop_keys)
 {
     atomic_store(&r->on, 0);
     uint64_t t = pc_rec_now();
-    unsigned gen = atomic_load(&r->gen);
+    uint64_t session = atomic_load(&r->session);
     pthread_mutex_lock(&r->lock);
     for (pc_rec_buf_t *b = r->bufs; b; b = b->next) {
-        if (b->gen != gen) continue;
+        if (b->session != session) continue;
         size_t h = atomic_load_explicit(&b->head, memory_order_acquire);
         write_range(r, b, b->flushed, h);
         b->flushed = h;

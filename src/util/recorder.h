@@ -63,7 +63,8 @@ typedef struct pc_rec_buf pc_rec_buf_t;
 
 typedef struct pc_rec {
     atomic_int on;          /* recording (read on every event site) */
-    atomic_uint gen;        /* the session: buffers of an older one start over */
+    atomic_ullong session;  /* this session's number, unique in the process
+                               (0: none yet): buffers of an older one start over */
     pthread_mutex_t lock;   /* the buffer list, the file and every write */
     pc_rec_buf_t *bufs;     /* every thread's that recorded, ever */
     int nthreads;           /* tids handed out this session */
