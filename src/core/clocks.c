@@ -42,7 +42,7 @@ static int serve(MPI_Comm comm, int size)
         for (int k = 0; rc == MPI_SUCCESS && k < PINGS; k++) {
             char ping;
             rc = MPI_Recv(&ping, 1, MPI_CHAR, i, TAG_PING, comm, MPI_STATUS_IGNORE);
-            uint64_t t0 = pc_rec_now();
+            uint64_t t0 = pc_rec_mono_ns();
             if (rc == MPI_SUCCESS) rc = MPI_Send(&t0, 1, MPI_UINT64_T, i, TAG_PONG, comm);
         }
         if (rc != MPI_SUCCESS) return rc;
@@ -59,10 +59,10 @@ static int measure(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns)
     uint64_t best = UINT64_MAX;
     for (int k = 0; rc == MPI_SUCCESS && k < PINGS; k++) {
         char ping = 1;
-        uint64_t t0 = 0, t1 = pc_rec_now();
+        uint64_t t0 = 0, t1 = pc_rec_mono_ns();
         rc = MPI_Send(&ping, 1, MPI_CHAR, 0, TAG_PING, comm);
         if (rc == MPI_SUCCESS) rc = MPI_Recv(&t0, 1, MPI_UINT64_T, 0, TAG_PONG, comm, MPI_STATUS_IGNORE);
-        uint64_t t2 = pc_rec_now();
+        uint64_t t2 = pc_rec_mono_ns();
         if (rc == MPI_SUCCESS && t2 - t1 < best) {
             best = t2 - t1;
             *offset_ns = (int64_t)(t1 + (t2 - t1) / 2) - (int64_t)t0;

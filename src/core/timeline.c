@@ -21,10 +21,12 @@ static void host_name(char *buf, size_t len)
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) *c = '_';
 }
 
-/* This rank's file, or an error naming the prefix. */
-static int open_file(pcoll_t *ctx, const char *prefix, const char *fn, FILE **out, char *path, size_t len)
+/* This rank's file and its spill (unlinked at once: it lives until the
+ * recorder closes it), or an error naming the prefix. */
+static int open_file(pcoll_t *ctx, const char *prefix, const char *fn, FILE **out, FILE **spill, char *path,
+                     size_t len)
 {
-    *out = NULL;
+    *out = *spill = NULL;
     if (!prefix) return pc_error(PCOLL_ERR_NULL, fn, "prefix is NULL");
     if (!prefix[0]) return pc_error(PCOLL_ERR_ARG, fn, "prefix is empty: the files are named PREFIX.RANK.jsonl");
     if (pc_tl_on(ctx)) return pc_error(PCOLL_ERR_STATE, fn, "a timeline is already being recorded");
@@ -32,7 +34,18 @@ static int open_file(pcoll_t *ctx, const char *prefix, const char *fn, FILE **ou
         return pc_error(PCOLL_ERR_ARG, fn, "prefix is too long (%zu bytes)", strlen(prefix));
     *out = fopen(path, "w");
     if (!*out) return pc_error(PCOLL_ERR_ARG, fn, "prefix: cannot create %s: %s", path, strerror(errno));
-    return PCOLL_SUCCESS;
+    char spill_path[4200];
+    snprintf(spill_path, sizeof spill_path, "%s.spill", path);
+    *spill = fopen(spill_path, "w+");
+    if (*spill) {
+        unlink(spill_path);
+        return PCOLL_SUCCESS;
+    }
+    int rc = pc_error(PCOLL_ERR_ARG, fn, "prefix: cannot create %s: %s", spill_path, strerror(errno));
+    fclose(*out);
+    *out = NULL;
+    unlink(path);
+    return rc;
 }
 
 /* The offset at a start or a stop: on a duplicate of the context's
@@ -49,20 +62,18 @@ static int measure_offset(pcoll_t *ctx, int64_t *offset, int64_t *err, const cha
 
 int pc_timeline_begin(pcoll_t *ctx, const char *prefix, const char *fn)
 {
-    FILE *file;
+    int64_t offset_ns, err_ns;
+    FILE *file, *spill;
     char path[4096];
-    int rc = open_file(ctx, prefix, fn, &file, path, sizeof path);
+    int rc = open_file(ctx, prefix, fn, &file, &spill, path, sizeof path);
     pc_agree_over_t all = pc_agree_group(ctx, NULL, 0);
-    if ((rc = pc_agree_step(&all, fn, rc)) != PCOLL_SUCCESS) {
+    if ((rc = pc_agree_step(&all, fn, rc)) == PCOLL_SUCCESS) rc = measure_offset(ctx, &offset_ns, &err_ns, fn);
+    if (rc != PCOLL_SUCCESS) {
         if (file) {
             fclose(file);
+            fclose(spill);
             unlink(path);
         }
-        return rc;
-    }
-    int64_t offset, err;
-    if ((rc = measure_offset(ctx, &offset, &err, fn)) != PCOLL_SUCCESS) {
-        fclose(file);
         return rc;
     }
     char host[128], header[512];
@@ -70,11 +81,11 @@ int pc_timeline_begin(pcoll_t *ctx, const char *prefix, const char *fn)
     snprintf(header, sizeof header,
              "\"pcoll_timeline\":1,\"rank\":%d,\"size\":%d,\"host\":\"%s\",\"pid\":%ld,\"clock\":\"monotonic\","
              "\"t\":%llu,\"offset_ns\":%lld,\"offset_err_ns\":%lld",
-             ctx->rank, ctx->size, host, (long)getpid(), (unsigned long long)pc_rec_now(), (long long)offset,
-             (long long)err);
-    pc_rec_open(&ctx->rec, file, header);
+             ctx->rank, ctx->size, host, (long)getpid(), (unsigned long long)pc_rec_mono_ns(), (long long)offset_ns,
+             (long long)err_ns);
+    pc_rec_open(&ctx->rec, file, spill, header);
     pc_log(PCOLL_LOG_INFO, "%s: recording the timeline into %s (clock offset %lld ns, error %lld ns)", fn, path,
-           (long long)offset, (long long)err);
+           (long long)offset_ns, (long long)err_ns);
     return PCOLL_SUCCESS;
 }
 
@@ -138,12 +149,8 @@ void pc_tl_allreduce(pcoll_t *ctx, uint64_t t0, const char *call, pcoll_allreduc
                      pcoll_dtype_t dtype, const int *group, int n, int status)
 {
     if (!t0 || !pc_tl_on(ctx)) return;
-    int64_t f[PC_EV_FIELDS] = {pc_ev_str(call),
-                               pc_ev_str(pcoll_allreduce_algo_name(algo)),
-                               (int64_t)(count * pcoll_dtype_size(dtype)),
-                               pc_ev_str(pcoll_dtype_name(dtype)),
-                               group ? n : ctx->size,
-                               status};
+    int64_t f[PC_EV_FIELDS] = {pc_ev_str(call), pc_ev_str(pcoll_allreduce_algo_name(algo)),
+                               (int64_t)(count * pcoll_dtype_size(dtype)), group ? n : ctx->size, status};
     pc_rec_event(&ctx->rec, PC_EV_ALLREDUCE, t0, since(t0), f, group, group ? n : 0, NULL);
 }
 

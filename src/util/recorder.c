@@ -27,7 +27,7 @@ typedef struct ev_desc {
 } ev_desc_t;
 
 static const ev_desc_t descs[PC_EV_NTYPES] = {
-    [PC_EV_ALLREDUCE] = {"allreduce", {"call", "algo", "bytes", "dtype", "n", "status"}, "ssisii---", "group", NULL},
+    [PC_EV_ALLREDUCE] = {"allreduce", {"call", "algo", "bytes", "n", "status"}, "ssiii----", "group", NULL},
     [PC_EV_PARTIAL_CALL] = {"partial_call",
                             {"obj", "kind", "fn", "round", "waited", "rounds", "status"},
                             "issiiii--",
@@ -57,6 +57,16 @@ static const ev_desc_t descs[PC_EV_NTYPES] = {
     [PC_EV_STALL] = {"stall", {"fn", "timeout"}, "si-------", "ranks", "what"},
     [PC_EV_THREAD] = {"thread", {"name"}, "s--------", NULL, NULL},
 };
+
+static unsigned char field_count[PC_EV_NTYPES]; /* nfields of each type (pc_rec_init) */
+
+/* how many fields a type has */
+static int nfields(const ev_desc_t *d)
+{
+    int n = 0;
+    while (n < PC_EV_FIELDS && d->kind[n] != '-' && d->kind[n]) n++;
+    return n;
+}
 
 /* ---- writing (rec->lock held) ---- */
 
@@ -97,10 +107,17 @@ static void write_event(pc_rec_t *r, const pc_ev_t *e, int tid)
 {
     FILE *f = r->file;
     const ev_desc_t *d = &descs[e->type];
-    fprintf(f, "{\"ev\":\"%s\",\"t\":%llu,\"tid\":%d", d->name, (unsigned long long)e->t, tid);
-    if (e->dur) fprintf(f, ",\"dur\":%llu", (unsigned long long)e->dur);
-    for (int i = 0; i < PC_EV_FIELDS && d->kind[i] != '-'; i++) put_field(f, d->key[i], d->kind[i], e->f[i]);
-    const int *list = (const int *)(e + 1);
+    /* ticks to the file's nanoseconds */
+    uint64_t t = r->mono0 + (uint64_t)(int64_t)((double)(int64_t)(e->t - r->tick0) * r->ns_per_tick);
+    uint64_t dur = (uint64_t)((double)e->dur * r->ns_per_tick);
+    fprintf(f, "{\"ev\":\"%s\",\"t\":%llu,\"tid\":%d", d->name, (unsigned long long)t, tid);
+    if (e->dur) fprintf(f, ",\"dur\":%llu", (unsigned long long)(dur ? dur : 1));
+    int nf = nfields(d);
+    int64_t field[PC_EV_FIELDS];
+    memcpy(field, e->data, sizeof(int64_t) * (size_t)nf);
+    for (int i = 0; i < nf; i++) put_field(f, d->key[i], d->kind[i], field[i]);
+    int list[PC_EV_LIST_MAX];
+    memcpy(list, e->data + sizeof(int64_t) * (size_t)nf, sizeof(int) * e->nlist);
     if (d->list_key && e->nlist) {
         fprintf(f, ",\"%s\":[", d->list_key);
         for (int i = 0; i < e->nlist; i++) fprintf(f, "%s%d", i ? "," : "", list[i]);
@@ -108,16 +125,52 @@ static void write_event(pc_rec_t *r, const pc_ev_t *e, int tid)
     }
     if (d->text_key) {
         fprintf(f, ",\"%s\":", d->text_key);
-        put_text(f, (const char *)(list + e->nlist), e->ntext);
+        put_text(f, (const char *)e->data + sizeof(int64_t) * (size_t)nf + sizeof(int) * e->nlist, e->ntext);
     }
     fputs("}\n", f);
     r->written++;
 }
 
-static void write_range(pc_rec_t *r, pc_rec_buf_t *b, size_t from, size_t to)
+static void note_error(pc_rec_t *r, FILE *f)
 {
-    for (size_t i = from; i < to; i += 1 + b->ev[i].extra) write_event(r, &b->ev[i], b->tid);
-    if (ferror(r->file) && !r->write_failed) r->write_failed = errno ? errno : EIO;
+    if (ferror(f) && !r->write_failed) r->write_failed = errno ? errno : EIO;
+}
+
+/* A buffer's events [from, to) into the spill file as they are: a chunk
+ * header (tid, slots), the slots.  Formatting them is left to the close,
+ * so that a full buffer costs its thread a copy, not a printf per event. */
+typedef struct chunk {
+    int32_t tid;
+    uint32_t slots;
+} chunk_t;
+
+static void spill_range(pc_rec_t *r, pc_rec_buf_t *b, size_t from, size_t to)
+{
+    if (to <= from) return;
+    chunk_t c = {b->tid, (uint32_t)(to - from)};
+    if (fwrite(&c, sizeof c, 1, r->spill) != 1 || fwrite(&b->ev[from], sizeof(pc_ev_t), to - from, r->spill) != to - from)
+        note_error(r, r->spill);
+}
+
+/* The spill file's events as JSON lines into the timeline file. */
+static void write_spilled(pc_rec_t *r)
+{
+    if (fflush(r->spill) != 0 || fseek(r->spill, 0, SEEK_SET) != 0) {
+        note_error(r, r->spill);
+        return;
+    }
+    pc_ev_t *ev = malloc(sizeof(pc_ev_t) * PC_REC_BUF_EVENTS);
+    chunk_t c;
+    while (ev && fread(&c, sizeof c, 1, r->spill) == 1) {
+        if (c.slots > PC_REC_BUF_EVENTS || fread(ev, sizeof *ev, c.slots, r->spill) != c.slots) {
+            if (!r->write_failed) r->write_failed = EIO;
+            break;
+        }
+        for (uint32_t i = 0; i < c.slots; i += 1u + ev[i].extra) write_event(r, &ev[i], c.tid);
+    }
+    if (!ev && !r->write_failed) r->write_failed = ENOMEM;
+    free(ev);
+    note_error(r, r->file);
 }
 
 /* ---- the buffers ---- */
@@ -132,6 +185,9 @@ static _Thread_local const char *my_name;       /* pc_rec_thread_name */
 static atomic_ullong sessions;                  /* numbers handed out */
 
 void pc_rec_thread_name(const char *name) { my_name = name; }
+
+static void push(pc_rec_buf_t *b, pc_ev_type_t type, uint64_t t, uint64_t dur, const int64_t f[PC_EV_FIELDS],
+                 const int *list, int nlist, const char *text, size_t ntext);
 
 /* This thread's buffer for the current session: a new one the first time;
  * NULL without memory (the event is then not recorded). */
@@ -150,15 +206,17 @@ static pc_rec_buf_t *buffer_of_thread(pc_rec_t *r, uint64_t session, uint64_t t)
         b->next = r->bufs;
         r->bufs = b;
     }
-    if (b && b->session != session) { /* the thread's first event of this session */
+    int fresh = b && b->session != session;
+    if (fresh) { /* the thread's first event of this session */
         b->session = session;
         b->tid = r->nthreads++;
         b->flushed = atomic_load(&b->head); /* events of an older session are dropped */
-        pc_ev_t e = {.t = t, .type = PC_EV_THREAD};
-        e.f[0] = pc_ev_str(my_name ? my_name : "application");
-        write_event(r, &e, b->tid);
     }
     pthread_mutex_unlock(&r->lock);
+    if (fresh) {
+        int64_t name[PC_EV_FIELDS] = {pc_ev_str(my_name ? my_name : "application")};
+        push(b, PC_EV_THREAD, t, 0, name, NULL, 0, NULL, 0);
+    }
     if (b) {
         my_buf = b;
         my_session = session;
@@ -171,23 +229,19 @@ static void make_room(pc_rec_buf_t *b)
 {
     pc_rec_t *r = b->rec;
     pthread_mutex_lock(&r->lock);
-    if (r->file) write_range(r, b, b->flushed, atomic_load(&b->head));
+    if (r->spill) spill_range(r, b, b->flushed, atomic_load(&b->head));
     b->flushed = 0;
     atomic_store_explicit(&b->head, 0, memory_order_release);
     pthread_mutex_unlock(&r->lock);
 }
 
-void pc_rec_event(pc_rec_t *r, pc_ev_type_t type, uint64_t t, uint64_t dur, const int64_t f[PC_EV_FIELDS],
-                  const int *list, int nlist, const char *text)
+/* The owner: the event into its buffer (published by `head`). */
+static void push(pc_rec_buf_t *b, pc_ev_type_t type, uint64_t t, uint64_t dur, const int64_t f[PC_EV_FIELDS],
+                 const int *list, int nlist, const char *text, size_t ntext)
 {
-    uint64_t session = atomic_load_explicit(&r->session, memory_order_relaxed);
-    pc_rec_buf_t *b = my_session == session && session ? my_buf : buffer_of_thread(r, session, t);
-    if (!b) return;
-    if (nlist < 0 || !list) nlist = 0;
-    if (nlist > PC_EV_LIST_MAX) nlist = PC_EV_LIST_MAX;
-    size_t ntext = text ? strnlen(text, PC_EV_TEXT_MAX) : 0;
-    size_t extra_bytes = (size_t)nlist * sizeof(int) + ntext;
-    size_t extra = (extra_bytes + sizeof(pc_ev_t) - 1) / sizeof(pc_ev_t);
+    size_t nf = (size_t)field_count[type];
+    size_t payload = nf * sizeof(int64_t) + (size_t)nlist * sizeof(int) + ntext;
+    size_t extra = payload > PC_EV_DATA ? (payload - PC_EV_DATA + sizeof(pc_ev_t) - 1) / sizeof(pc_ev_t) : 0;
     size_t h = atomic_load_explicit(&b->head, memory_order_relaxed);
     if (h + 1 + extra > PC_REC_BUF_EVENTS) {
         make_room(b);
@@ -200,19 +254,56 @@ void pc_rec_event(pc_rec_t *r, pc_ev_type_t type, uint64_t t, uint64_t dur, cons
     e->extra = (uint16_t)extra;
     e->nlist = (uint16_t)nlist;
     e->ntext = (uint16_t)ntext;
-    memcpy(e->f, f, sizeof e->f);
-    if (extra) {
-        char *x = (char *)(e + 1);
-        if (nlist) memcpy(x, list, (size_t)nlist * sizeof(int));
-        if (ntext) memcpy(x + (size_t)nlist * sizeof(int), text, ntext);
-    }
+    unsigned char *x = e->data; /* runs on into the extra slots */
+    memcpy(x, f, nf * sizeof(int64_t));
+    x += nf * sizeof(int64_t);
+    if (nlist) memcpy(x, list, (size_t)nlist * sizeof(int));
+    if (ntext) memcpy(x + (size_t)nlist * sizeof(int), text, ntext);
     atomic_store_explicit(&b->head, h + 1 + extra, memory_order_release);
+}
+
+void pc_rec_event(pc_rec_t *r, pc_ev_type_t type, uint64_t t, uint64_t dur, const int64_t f[PC_EV_FIELDS],
+                  const int *list, int nlist, const char *text)
+{
+    uint64_t session = atomic_load_explicit(&r->session, memory_order_relaxed);
+    pc_rec_buf_t *b = my_session == session && session ? my_buf : buffer_of_thread(r, session, t);
+    if (!b) return;
+    if (nlist < 0 || !list) nlist = 0;
+    if (nlist > PC_EV_LIST_MAX) nlist = PC_EV_LIST_MAX;
+    push(b, type, t, dur, f, list, nlist, text, text ? strnlen(text, PC_EV_TEXT_MAX) : 0);
 }
 
 /* ---- sessions ---- */
 
+int pc_rec_use_tsc;
+
+/* x86-64 whose time-stamp counter runs at one rate in every state */
+static int invariant_tsc(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[4096];
+    int ok = 0;
+    while (!ok && fgets(line, sizeof line, f))
+        ok = strncmp(line, "flags", 5) == 0 && strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+    fclose(f);
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+static void once_per_process(void)
+{
+    for (int t = 0; t < PC_EV_NTYPES; t++) field_count[t] = (unsigned char)nfields(&descs[t]);
+    pc_rec_use_tsc = invariant_tsc();
+}
+
 int pc_rec_init(pc_rec_t *r)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, once_per_process);
     memset(r, 0, sizeof *r);
     atomic_init(&r->on, 0);
     atomic_init(&r->session, 0);
@@ -231,14 +322,18 @@ void pc_rec_destroy(pc_rec_t *r)
     pthread_mutex_destroy(&r->lock);
 }
 
-void pc_rec_open(pc_rec_t *r, FILE *file, const char *header)
+void pc_rec_open(pc_rec_t *r, FILE *file, FILE *spill, const char *header)
 {
     pthread_mutex_lock(&r->lock);
     r->file = file;
+    r->spill = spill;
     r->nthreads = 0;
     r->written = 0;
     r->write_failed = 0;
     setvbuf(file, NULL, _IOFBF, 1 << 20);
+    setvbuf(spill, NULL, _IOFBF, 1 << 20);
+    r->tick0 = pc_rec_now();
+    r->mono0 = pc_rec_mono_ns();
     fprintf(file, "{\"ev\":\"header\",%s}\n", header);
     atomic_store(&r->session, atomic_fetch_add(&sessions, 1) + 1);
     pthread_mutex_unlock(&r->lock);
@@ -248,15 +343,19 @@ void pc_rec_open(pc_rec_t *r, FILE *file, const char *header)
 int pc_rec_close(pc_rec_t *r, const char *stop_keys)
 {
     atomic_store(&r->on, 0);
-    uint64_t t = pc_rec_now();
+    uint64_t tick1 = pc_rec_now(), t = pc_rec_mono_ns();
+    r->ns_per_tick = pc_rec_use_tsc && tick1 > r->tick0 ? (double)(t - r->mono0) / (double)(tick1 - r->tick0) : 1.0;
     uint64_t session = atomic_load(&r->session);
     pthread_mutex_lock(&r->lock);
     for (pc_rec_buf_t *b = r->bufs; b; b = b->next) {
         if (b->session != session) continue;
         size_t h = atomic_load_explicit(&b->head, memory_order_acquire);
-        write_range(r, b, b->flushed, h);
+        spill_range(r, b, b->flushed, h);
         b->flushed = h;
     }
+    write_spilled(r);
+    fclose(r->spill);
+    r->spill = NULL;
     fprintf(r->file, "{\"ev\":\"stop\",\"t\":%llu,\"events\":%llu,%s}\n", (unsigned long long)t,
             (unsigned long long)r->written, stop_keys);
     if (fflush(r->file) != 0 && !r->write_failed) r->write_failed = errno ? errno : EIO;

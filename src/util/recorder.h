@@ -4,16 +4,18 @@
  * other pcoll layer; core/timeline.c starts and stops it and measures the
  * clocks.
  *
- *   thread A: pc_rec_event -> [buffer A] --full: written by A---+
- *   thread B: pc_rec_event -> [buffer B] --full: written by B---+--> PREFIX.R.jsonl
- *   stop:     every buffer's rest, then the stop line ----------+
+ *   thread A: pc_rec_event -> [buffer A] --full: copied by A--+
+ *   thread B: pc_rec_event -> [buffer B] --full: copied by B--+--> spill (raw)
+ *   stop:     every buffer's rest --------------------------- +
+ *             then the spill formatted as JSON lines, the stop line --> PREFIX.R.jsonl
  *
  * A thread's first event of a session registers its buffer (a lock and,
  * the first time, an allocation); after that an event is a clock read and
  * a copy into the thread's own buffer: no lock, no allocation.  The owner
  * publishes each event by advancing `head`; whoever writes a buffer out
  * (the owner when it is full, the stop) does so under the file's lock, up
- * to the published head.  Nothing is dropped.
+ * to the published head.  Nothing is dropped.  A process that dies before
+ * the stop leaves only the header line.
  */
 #ifndef PC_UTIL_RECORDER_H
 #define PC_UTIL_RECORDER_H
@@ -42,22 +44,24 @@ typedef enum pc_ev_type {
     PC_EV_NTYPES
 } pc_ev_type_t;
 
-/* One event: 96 bytes.  Its fields f[] mean what the type's description
- * (recorder.c) says: integers, static strings (pointers to literals that
- * live as long as the process) or doubles (their bits).  A list of ranks
- * and a text, if the type has them, follow in `extra` slots of the same
- * size: the list's ints, then the text's bytes. */
-#define PC_EV_FIELDS 9
+/* One event: a cache line, and as many more (`extra` slots of the same
+ * size) as its payload needs.  The payload starts in the line's data: the
+ * type's fields (integers, static strings: pointers to literals that live
+ * as long as the process, or doubles: their bits; the type's description
+ * in recorder.c says which), then a list of ranks, then a text.  The
+ * common events (an allreduce, a mark with a short name) take one line. */
+#define PC_EV_FIELDS 9 /* at most, per type */
+#define PC_EV_DATA 40  /* payload bytes in the first line */
 typedef struct pc_ev {
     uint64_t t, dur;     /* ns of CLOCK_MONOTONIC; dur 0 for instants */
     uint16_t type;       /* pc_ev_type_t */
     uint16_t extra;      /* slots that follow */
-    uint16_t nlist;      /* ranks in them */
-    uint16_t ntext;      /* bytes of text after the ranks */
-    int64_t f[PC_EV_FIELDS];
+    uint16_t nlist;      /* ranks in the payload */
+    uint16_t ntext;      /* bytes of text after them */
+    unsigned char data[PC_EV_DATA];
 } pc_ev_t;
 
-#define PC_REC_BUF_EVENTS 8192 /* per thread: 512 KiB */
+#define PC_REC_BUF_EVENTS 4096 /* per thread: 256 KiB, within a core's cache */
 
 typedef struct pc_rec_buf pc_rec_buf_t;
 
@@ -68,16 +72,33 @@ typedef struct pc_rec {
     pthread_mutex_t lock;   /* the buffer list, the file and every write */
     pc_rec_buf_t *bufs;     /* every thread's that recorded, ever */
     int nthreads;           /* tids handed out this session */
-    FILE *file;
+    FILE *file;             /* the JSON lines */
+    FILE *spill;            /* full buffers, raw, until the close formats them */
     uint64_t written;       /* events written this session */
+    uint64_t tick0, mono0;  /* the open's readings of both clocks */
+    double ns_per_tick;     /* the close's: (mono1 - mono0) / (tick1 - tick0) */
     int write_failed;       /* errno of the first failed write, 0 */
 } pc_rec_t;
 
-static inline uint64_t pc_rec_now(void)
+/* CLOCK_MONOTONIC in nanoseconds: the files' clock. */
+static inline uint64_t pc_rec_mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Events' time stamps: the CPU's time-stamp counter where it is invariant
+ * (x86-64 with constant_tsc and nonstop_tsc: a third of a clock call here),
+ * else CLOCK_MONOTONIC nanoseconds.  The close turns them into the files'
+ * clock by readings of both taken at the open and at the close. */
+extern int pc_rec_use_tsc; /* set by the first pc_rec_init */
+static inline uint64_t pc_rec_now(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (pc_rec_use_tsc) return __builtin_ia32_rdtsc();
+#endif
+    return pc_rec_mono_ns();
 }
 
 static inline int pc_rec_on(pc_rec_t *r) { return r && atomic_load_explicit(&r->on, memory_order_relaxed); }
@@ -85,9 +106,11 @@ static inline int pc_rec_on(pc_rec_t *r) { return r && atomic_load_explicit(&r->
 int pc_rec_init(pc_rec_t *r);
 void pc_rec_destroy(pc_rec_t *r); /* stopped first */
 
-/* Opens the session on an open file (the recorder owns it from here);
- * header: the header line's keys after "ev" (JSON, without braces). */
-void pc_rec_open(pc_rec_t *r, FILE *file, const char *header);
+/* Opens the session on an open file for the JSON lines and an empty one
+ * for full buffers (both the recorder's from here; the spill is best an
+ * unlinked temporary: it is read back at the close); header: the header
+ * line's keys after "ev" (JSON, without braces). */
+void pc_rec_open(pc_rec_t *r, FILE *file, FILE *spill, const char *header);
 /* Stops recording, writes every buffer's rest and the stop line (its keys
  * after "ev", "t" and "events"), closes the file.  0, or the errno of a
  * write that failed during the session. */

@@ -101,7 +101,10 @@ static void session(pc_rec_t *rec, const char *path, long count)
     FILE *f = fopen(path, "w");
     CHECK(f != NULL, "cannot create %s", path);
     if (!f) exit(1);
-    pc_rec_open(rec, f, "\"test\":1");
+    FILE *spill = tmpfile();
+    CHECK(spill != NULL, "tmpfile");
+    if (!spill) exit(1);
+    pc_rec_open(rec, f, spill, "\"test\":1");
     atomic_int stop = 0;
     worker_t w[THREADS];
     pthread_t th[THREADS];

@@ -14,5 +14,6 @@ int bench_group(int argc, char **argv, int rank, int size);
 int bench_objects(int argc, char **argv, int rank, int size);
 int bench_preduce(int argc, char **argv, int rank, int size);
 int bench_fusion(int argc, char **argv, int rank, int size);
+int bench_timeline(int argc, char **argv, int rank, int size);
 
 #endif

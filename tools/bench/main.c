@@ -19,6 +19,8 @@ static const char *usage =
     "  preduce     dynamic-group partial reduce: groups formed per second, time\n"
     "              from ready to group start, the controller's share of its rank,\n"
     "              per policy, against MPI_Allreduce\n"
+    "  timeline    what recording a timeline costs: per event, and per blocking\n"
+    "              allreduce with the timeline on against off\n"
     "  idle        CPU time used by initialized, idle processes\n"
     "  cacheline   what one shared cache line costs on this node (round trip,\n"
     "              all ranks arriving): the yardstick of the small-message path\n"
@@ -50,6 +52,8 @@ int main(int argc, char **argv)
         rc = bench_fusion(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "cacheline") == 0) {
         rc = bench_cacheline(argc - 1, argv + 1, rank, size);
+    } else if (strcmp(argv[1], "timeline") == 0) {
+        rc = bench_timeline(argc - 1, argv + 1, rank, size);
     } else if (strcmp(argv[1], "idle") == 0) {
         rc = bench_idle(argc - 1, argv + 1, rank, size);
     } else {
