@@ -136,10 +136,9 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
     pcoll_round_observer_t obs = p->observer;
     void *obs_arg = p->observer_arg;
     pthread_mutex_unlock(&p->lock);
-    int traced = pc_tl_on(p->base.ctx);
-    int n = obs || traced ? pc_policy_members(&p->policy, r, flags, p->me, p->round_group) : 0;
+    int traced = pc_tl_on(p->base.ctx), grouped = traced && pc_policy_in_groups(&p->policy, r, flags);
+    int n = obs || grouped ? pc_policy_members(&p->policy, r, flags, p->me, p->round_group) : 0;
     if (traced) {
-        int grouped = pc_policy_in_groups(&p->policy, r, flags);
         pc_tl_round(p->base.ctx, p->base.id, pcoll_partial_kind_name(p->cfg.kind), r, root, active, contribs,
                     (flags & PC_ROUND_SYNC) != 0, (flags & PC_ROUND_STANDIN) != 0, grouped ? p->round_group : NULL,
                     grouped ? n : 0);

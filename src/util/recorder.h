@@ -66,10 +66,12 @@ typedef struct pc_ev {
 typedef struct pc_rec_buf pc_rec_buf_t;
 
 typedef struct pc_rec {
-    atomic_int on;          /* recording (read on every event site) */
+    /* read at every event site, written only by the open and the close: a
+     * cache line of their own, shared by no field that changes */
+    _Alignas(64) atomic_int on; /* recording */
     atomic_ullong session;  /* this session's number, unique in the process
                                (0: none yet): buffers of an older one start over */
-    pthread_mutex_t lock;   /* the buffer list, the file and every write */
+    _Alignas(64) pthread_mutex_t lock; /* the buffer list, the file and every write */
     pc_rec_buf_t *bufs;     /* every thread's that recorded, ever */
     int nthreads;           /* tids handed out this session */
     FILE *file;             /* the JSON lines */
