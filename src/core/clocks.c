@@ -9,7 +9,8 @@
  *       offset = (t1 + t2) / 2 - t0,  error <= (t2 - t1) / 2
  *
  * The waiting ranks sleep between polls, so that on an oversubscribed
- * node the two ranks in turn get the cores.
+ * node the two ranks in turn get the cores, and none goes on before the
+ * last one is measured.
  */
 #include "clocks.h"
 
@@ -80,5 +81,10 @@ int pc_clock_offset(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns, const ch
     *offset_ns = 0;
     *err_ns = 0;
     int rc = rank == 0 ? serve(comm, size) : measure(comm, offset_ns, err_ns);
+    /* nobody leaves before the last rank is measured: a rank that went on
+     * (computing, on a shared core) would slow the later ping-pongs */
+    MPI_Request req;
+    if (rc == MPI_SUCCESS) rc = MPI_Ibarrier(comm, &req);
+    if (rc == MPI_SUCCESS) rc = sleep_until_done(&req);
     return rc == MPI_SUCCESS ? PCOLL_SUCCESS : pc_mpi_error(rc, fn, "measuring the clock offsets");
 }
