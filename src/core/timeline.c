@@ -179,8 +179,8 @@ void pc_tl_round(pcoll_t *ctx, uint64_t obj, const char *kind, uint64_t round, i
     pc_rec_event(&ctx->rec, PC_EV_ROUND, pc_rec_now(), 0, f, group, n, NULL);
 }
 
-void pc_tl_preduce(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *policy, const pcoll_preduce_info_t *info,
-                   int status)
+void pc_tl_preduce(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *policy, uint64_t iteration,
+                   const pcoll_preduce_info_t *info, int status)
 {
     if (!t0 || !pc_tl_on(ctx)) return;
     int ok = status == PCOLL_SUCCESS;
@@ -188,6 +188,7 @@ void pc_tl_preduce(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *policy, 
                                pc_ev_str(policy),
                                ok ? (int64_t)info->group_id : 0,
                                pc_ev_double(ok ? info->weight : 0.0),
+                               (int64_t)iteration,
                                ok ? (int64_t)info->iteration : 0,
                                ok ? (int64_t)(info->wait_s * 1e9) : 0,
                                ok ? (int64_t)(info->reduce_s * 1e9) : 0,

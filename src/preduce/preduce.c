@@ -266,7 +266,7 @@ int pcoll_preduce(pcoll_preduce_t *o, void *model, uint64_t iteration, pcoll_pre
     memset(&got, 0, sizeof got);
     uint64_t t0 = o ? pc_tl_now(o->base.ctx) : 0;
     int rc = preduce_call(o, model, iteration, &got);
-    if (t0) pc_tl_preduce(o->base.ctx, t0, o->base.id, pcoll_preduce_policy_name(o->cfg.policy), &got, rc);
+    if (t0) pc_tl_preduce(o->base.ctx, t0, o->base.id, pcoll_preduce_policy_name(o->cfg.policy), iteration, &got, rc);
     if (info && got.group_size > 0) *info = got;
     return rc;
 }
