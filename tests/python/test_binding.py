@@ -359,3 +359,32 @@ def test_stats_and_settings(ctx):
     ctx.progress_policy = pol
     with pytest.raises(KeyError):
         ctx.progress_policy = {"spin": 1}
+
+
+def test_timeline(ctx, tmp_path_factory):
+    import json
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    base = comm.bcast(str(tmp_path_factory.mktemp("timeline")) if comm.rank == 0 else None, root=0)
+    prefix = base + "/t"
+    assert not ctx.recording
+    with pytest.raises(pcoll.Error):
+        ctx.timeline_stop()  # not recording
+    ctx.mark("outside", True)  # no timeline: nothing, no error
+    ctx.timeline_start(prefix)
+    assert ctx.recording
+    with ctx.phase("forward"):
+        a = ramp(ctx, 100, np.float32)
+        ctx.allreduce(a)
+    with pytest.raises(pcoll.Error):
+        ctx.mark("x" * 100, True)  # longer than 63 bytes
+    ctx.timeline_stop()
+    assert not ctx.recording
+    events = [json.loads(line) for line in open("%s.%d.jsonl" % (prefix, ctx.rank))]
+    assert events[0]["ev"] == "header" and events[0]["rank"] == ctx.rank and events[-1]["ev"] == "stop"
+    marks = [(e["ph"], e["name"]) for e in events if e["ev"] == "mark"]
+    assert marks == [("B", "forward"), ("E", "forward")]
+    calls = [e for e in events if e["ev"] == "allreduce"]
+    assert len(calls) == 1 and calls[0]["bytes"] == 400 and calls[0]["n"] == ctx.size
+    begin, end = [e["t"] for e in events if e["ev"] == "mark"]
+    assert begin <= calls[0]["t"] and calls[0]["t"] + calls[0]["dur"] <= end
