@@ -8,7 +8,10 @@
 # rounds, waiting, fusion exposure, the clock check passing, and failing on
 # files whose offsets are wrong), the picture, bad inputs (file and line
 # named, exit 1), usage errors (exit 2), a checker that does fail, and a
-# large input in bounded time.
+# large input in bounded time.  A second run (--dynamic): dynamic groups
+# where the slow rank is never the last of its group but is at every
+# iteration step (its iteration jumps 1, 4, 7, ...), and calls of one kind
+# that overlap (their union counts, no share above 1); also large.
 #   test_trace.sh <pcoll-trace> <python3>
 set -u
 tool=$1
@@ -51,9 +54,11 @@ import sys
 out = sys.argv[1]
 wrong = "--wrong-offsets" in sys.argv     # rank 2's files claim its clock is rank 0's
 big = int(sys.argv[sys.argv.index("--big") + 1]) if "--big" in sys.argv else 0
+# --dynamic N: only a preduce run of N steps (a multiple of 3) and overlapping calls (dynamic_run)
+dyn = int(sys.argv[sys.argv.index("--dynamic") + 1]) if "--dynamic" in sys.argv else 0
 MS = 1000000
 T0 = 9100000000123457                     # above 2**53: exact integers needed
-TSTOP = T0 + (400 * MS if not big else big * 6 * MS + 10 * MS)
+TSTOP = T0 + (big * 6 * MS + 10 * MS if big else (10 * dyn + 150) * MS if dyn else 400 * MS)
 P = 4
 ERR = {0: (0, 0), 1: (900, 800), 2: (1200, 1500), 3: (500, 500)}
 
@@ -136,13 +141,45 @@ def partial_rounds():
 
 
 def dynamic_groups():
-    """object 9: {0, 2} (rank 2 1 ms after rank 0), {1, 3} (rank 3 4 ms after rank 1)"""
+    """object 9: {0, 2} (rank 2 1 ms after rank 0), {1, 3} (rank 3 4 ms after rank 1), all at iteration 1:
+    one iteration step, rank 3 last (4, 4 and 3 ms after the others: 11 ms avoided)"""
     Q = T0 + 300 * MS
     for gid, (a, b, late) in enumerate([(0, 2, MS), (1, 3, 4 * MS)], start=1):
         for r, ready in ((a, Q), (b, Q + late)):
             span(r, "preduce", ready, Q + late + 500000, obj=9, policy="fifo", group_id=gid, members=[a, b],
-                 weight=0.5, iteration=gid, wait_ns=local(r, Q + late) - local(r, ready),
+                 weight=0.5, iteration=1, group_iteration=1, wait_ns=local(r, Q + late) - local(r, ready),
                  reduce_ns=local(r, Q + late + 500000) - local(r, Q + late), status=0)
+
+
+def dynamic_run(steps):
+    """Object 13 (times in ms from D): ranks 0, 1, 3 become ready for step i = 1..steps at 10 i + 0.1 r with
+    iteration i and form a group {0, 1, 3} (it starts at 10 i + 0.3, when rank 3 is ready, and takes 0.5 ms).
+    Rank 2 is slow: ready at 30 j + 22 (j = 0, 1, ...) with iteration 1 + 3 j, it joins the group of step
+    3 j + 3 (group iteration 3 j + 3, so its next is 3 j + 4: 1, 4, 7, ...).  In every group rank 3 is the last
+    to be ready, rank 2 never.  Plus a failed call of rank 2 at 10 x steps + 30 (iteration 10 x steps + 38: were
+    it counted, every rank would reach two more steps), and on the member list [0, 1] eight plan starts that
+    overlap: rank 0's at A + 2 b, rank 1's at A + 10 + 2 b (b = 0..7), all until A + 50, A = 10 x steps + 70."""
+    D = T0 + 10 * MS
+    at = lambda ms: D + int(round(ms * MS))
+    for i in range(1, steps + 1):
+        slow = i % 3 == 0
+        members = [0, 1, 2, 3] if slow else [0, 1, 3]
+        begin = 10 * i + 0.3
+        for r in members:
+            ready = 10 * i + 0.1 * r if r != 2 else 10 * i - 8
+            it = i if r != 2 else i - 2
+            span(r, "preduce", at(ready), at(begin + 0.5), obj=13, policy="fifo", group_id=i, members=members,
+                 weight=1.0 / len(members), iteration=it, group_iteration=i,
+                 wait_ns=local(r, at(begin)) - local(r, at(ready)),
+                 reduce_ns=local(r, at(begin + 0.5)) - local(r, at(begin)), status=0)
+    F = 10 * steps + 30
+    span(2, "preduce", at(F), at(F + 1), obj=13, policy="fifo", group_id=0, members=[], weight=0.0,
+         iteration=10 * steps + 38, group_iteration=0, wait_ns=0, reduce_ns=0, status=-3)
+    A = 10 * steps + 70
+    for b in range(8):
+        for r in (0, 1):
+            span(r, "allreduce", at(A + 2 * b + (10 if r else 0)), at(A + 50), call="start", algo="shm",
+                 bytes=1 << 20, dtype="float32", n=2, group=[0, 1], status=0)
 
 
 def fusion():
@@ -165,6 +202,8 @@ def fusion():
 threads()
 if big:
     world_allreduces(big, 5 * MS, 6 * MS)
+elif dyn:
+    dynamic_run(dyn)
 else:
     world_allreduces(10, 10 * MS, 20 * MS)
     ev(0, T0 + 13 * MS, ev="stall", t=T0 + 13 * MS, tid=1, fn="allreduce", what="waiting", ranks=[3], timeout=0)
@@ -254,11 +293,11 @@ def report(doc):
     near("rank 3 lateness p90", r[3]["lateness_ms"]["p90"], 4.0, 0.01)
     near("rank 3 lateness mean", r[3]["lateness_ms"]["mean"], (6 * 0.6 + 11 * 4.0) / 17, 0.01)
     near("rank 3 caused", r[3]["wait_caused_s"], 0.1182, 1e-4)
-    near("rank 3 avoided", r[3]["wait_avoided_s"], 0.0076, 1e-4)
+    near("rank 3 avoided", r[3]["wait_avoided_s"], 0.0036 + 0.011, 1e-4)   # rounds, the iteration step
     near("rank 1 avoided", r[1]["wait_avoided_s"], 0.0592, 1e-4)
     near("rank 1 preduce wait median", (r[1]["preduce_wait_ms"] or {}).get("median"), 4.0, 0.01)
     same("exchanges", doc["exchanges"], {"allreduces": 12, "allreduces_incomplete": 0, "partial_rounds": 6,
-                                          "sync_rounds": 1, "dynamic_groups": 2})
+                                          "sync_rounds": 1, "dynamic_groups": 2, "iteration_steps": 1})
     kinds = {k["kind"]: k for k in doc["kinds"]}
     ring = kinds.get("allreduce:ring", {"ranks": [{}] * 4})["ranks"]
     same("rank 3 waits in no allreduce", ring[3].get("waiting_share"), 0)
@@ -281,6 +320,46 @@ def report(doc):
         problems.append("clock check: only %r pairs" % c["pairs"])
 
 
+def dynamic(doc, steps=12):
+    """dynamic_run: iteration steps k = 1 .. 3 (steps / 3) - 2 (the largest every rank reached: rank 2's).
+    The fast ranks arrive at step k at 10 k (+ 0.1 r) ms; rank 2 with its first call whose iteration is
+    >= k: at 22 ms for k = 1, at 52 ms for k = 2, 3, 4 (iteration 4), 82 for 5, 6, 7...  So it is last at
+    every step, late by 12, then 32, 22, 12, 32, 22, 12...: for 12 steps 12 x 4, 22 x 3, 32 x 3, median 22,
+    p90 32, mean 21; the others would have waited 3 x its lateness - 0.4 ms per step: 3 x 210 - 4 = 626 ms."""
+    r = doc["ranks"]
+    nsteps = 3 * (steps // 3) - 2
+    same("straggler", doc["straggler"], 2)
+    near("straggler_lateness_ms", doc["straggler_lateness_ms"], 22.0, 1e-3)
+    same("rank 2 exchanges and last", (r[2]["exchanges"], r[2]["last"]), (nsteps, nsteps))
+    same("exchanges", doc["exchanges"], {"allreduces": 8, "allreduces_incomplete": 0, "partial_rounds": 0,
+                                          "sync_rounds": 0, "dynamic_groups": steps, "iteration_steps": nsteps})
+    same("the others are never last at a step", [x["last"] for x in r], [0, 8, nsteps, 0])
+    if steps != 12:
+        return
+    near("rank 2 lateness p90", r[2]["lateness_ms"]["p90"], 32.0, 1e-3)
+    near("rank 2 lateness mean", r[2]["lateness_ms"]["mean"], 21.0, 1e-3)
+    near("rank 2 avoided", r[2]["wait_avoided_s"], 0.626, 1e-5)
+    near("rank 3 lateness", r[3]["lateness_ms"]["max"], 0.3, 1e-3)
+    near("rank 2 preduce wait median", (r[2]["preduce_wait_ms"] or {}).get("median"), 8.3, 1e-3)
+    near("rank 1 caused (the plan starts)", r[1]["wait_caused_s"], 0.080, 1e-5)
+    # time shares: rank 0's eight plan starts overlap, their union is 50 ms (sum: 344 ms), its waiting in
+    # them [A, A + 10 + 2 b) 24 ms (sum: 80 ms); rank 1's 40 ms (sum 264 ms), no waiting
+    traced = [x["traced_s"] for x in r]
+    kinds = {k["kind"]: k for k in doc["kinds"]}
+    shm = kinds.get("allreduce:shm", {"ranks": [{}] * 4, "exchange_share": None})
+    near("rank 0's allreduce:shm share", shm["ranks"][0].get("exchange_share"), 0.050 / traced[0], 1e-6)
+    near("rank 0's allreduce:shm waiting", shm["ranks"][0].get("waiting_share"), 0.024 / traced[0], 1e-6)
+    near("rank 1's allreduce:shm share", shm["ranks"][1].get("exchange_share"), 0.040 / traced[1], 1e-6)
+    near("allreduce:shm share", shm["exchange_share"], 0.090 / sum(traced), 1e-6)
+    # rank 0: 12 preduce calls of 0.8 ms outside them
+    near("rank 0's compute", r[0]["compute_share"], 1 - (0.050 + 12 * 0.0008) / traced[0], 1e-6)
+    for k in doc["kinds"]:
+        for x in [k] + k["ranks"]:
+            for key in ("exchange_share", "waiting_share", "compute_share"):
+                if x.get(key) is not None and not 0 <= x[key] <= 1:
+                    problems.append("%s %s of %s: %r" % (k["kind"], key, x.get("rank", "all ranks"), x[key]))
+
+
 def wrong_clocks(doc):
     c = doc["clock_check"]
     same("clock check ok (wrong offsets)", c["ok"], False)
@@ -288,7 +367,8 @@ def wrong_clocks(doc):
         problems.append("clock check: %r" % c)
 
 
-{"merged": merged, "report": report, "wrong": wrong_clocks}[case](doc)
+{"merged": merged, "report": report, "wrong": wrong_clocks, "dynamic": dynamic,
+ "dynamic-big": lambda doc: dynamic(doc, int(sys.argv[3]))}[case](doc)
 for p in problems:
     print("test_trace: " + p)
 sys.exit(1 if problems else 0)
@@ -322,6 +402,21 @@ pass
 "$tool" report "$dir/wrong.json" --json >"$dir/wrong-report.json" || fail "report (wrong offsets)"
 "$py" "$dir/expect.py" wrong "$dir/wrong-report.json" || fail "the clock check passes clocks that are 5 ms off"
 "$tool" report "$dir/wrong.json" | grep -q '^clock check: .*NOT OK' || fail "the text report's failed clock check"
+pass
+
+# ---- dynamic groups: lateness by iteration steps; overlapping calls of one kind count once ----
+mkdir "$dir/dyn"
+"$py" "$dir/gen.py" "$dir/dyn/t" --dynamic 12 || fail "the generator (dynamic)"
+"$tool" merge "$dir/dyn/t" -o "$dir/dyn.json" 2>"$dir/err" || { cat "$dir/err"; fail "merge (dynamic)"; }
+check_trace "$dir/dyn.json" --ranks 4 --nesting || fail "the merged dynamic run does not pass check_trace.py"
+"$tool" report "$dir/dyn.json" --json >"$dir/dyn-report.json" || fail "report (dynamic)"
+"$py" "$dir/expect.py" dynamic "$dir/dyn-report.json" || fail "the report of the dynamic run"
+pass
+"$tool" report "$dir/dyn.json" >"$dir/dyn-report.txt" || fail "report (dynamic)"
+grep -q '^straggler: rank 2 (lateness median 22.000 ms, last in 10 of 10 exchanges)$' "$dir/dyn-report.txt" &&
+    grep -q ', 10 iteration steps (of 12 dynamic groups)$' "$dir/dyn-report.txt" &&
+    grep -q '^time shares (.*overlap count once.*kinds may overlap each other' "$dir/dyn-report.txt" ||
+    { cat "$dir/dyn-report.txt"; fail "the text report of the dynamic run"; }
 pass
 
 # ---- svg ----
@@ -408,6 +503,9 @@ head -c 3000 "$dir/good.json" >"$dir/cut.json"
 expect_exit 1 "cut.json:" -- "$tool" report "$dir/cut.json"
 expect_exit 1 "cut.json:" -- "$tool" svg "$dir/cut.json" -o "$dir/x.svg"
 expect_exit 1 "nothing-here.json: cannot open" -- "$tool" report "$dir/nothing-here.json"
+line=$(grep -n '"iteration":' "$dir/dyn.json" | head -1 | cut -d: -f1)
+sed "${line}s/\"iteration\":[0-9]*,//" "$dir/dyn.json" >"$dir/noiter.json"
+expect_exit 1 "noiter.json:$line: \"preduce\" event: args.iteration missing" -- "$tool" report "$dir/noiter.json"
 
 # ---- usage errors: exit 2 ----
 expect_exit 2 "no command" -- "$tool"
@@ -462,6 +560,15 @@ took=$(($(date +%s) - start))
 events=$(grep -c '"ph"' "$dir/big.json")
 [ "$took" -le 60 ] || fail "merge, report and svg of $events events took $took s"
 grep -q '"straggler":3,' "$dir/big-report.json" || fail "the big run's straggler"
+pass
+mkdir "$dir/bigdyn"   # 30000 preduce calls per fast rank, 29998 iteration steps
+"$py" "$dir/gen.py" "$dir/bigdyn/t" --dynamic 30000 || fail "the generator (big dynamic)"
+start=$(date +%s)
+"$tool" merge "$dir/bigdyn/t" -o "$dir/bigdyn.json" || fail "merge (big dynamic)"
+"$tool" report "$dir/bigdyn.json" --json >"$dir/bigdyn-report.json" || fail "report (big dynamic)"
+took=$(($(date +%s) - start))
+[ "$took" -le 30 ] || fail "merge and report of the big dynamic run took $took s"
+"$py" "$dir/expect.py" dynamic-big "$dir/bigdyn-report.json" 30000 || fail "the report of the big dynamic run"
 pass
 
 echo "test_trace: passed ($checks checks)"

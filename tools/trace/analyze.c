@@ -61,6 +61,12 @@ static void push_double(double **v, size_t *n, size_t *cap, double x)
     (*v)[(*n)++] = x;
 }
 
+static void push_lateness(rank_stats_t *s, double ms, size_t count)
+{
+    GROW(s->lateness, s->cap_lateness, s->nlateness + 1);
+    s->lateness[s->nlateness++] = (lateness_t){ms, count};
+}
+
 /* ---- one exchange ---- */
 
 static void check_pair(analysis_t *a, const trace_t *t, int cause_rank, double cause, int effect_rank, double effect)
@@ -74,9 +80,10 @@ static void check_pair(analysis_t *a, const trace_t *t, int cause_rank, double c
 
 /* Lateness of each member, the last one, and the waiting it caused
  * (synchronous) or that the others avoided; for a synchronous allreduce the
- * waiting in each call (set_waiting) */
+ * waiting in each call (set_waiting).  It counts as `times` exchanges with
+ * these arrivals (iteration steps that share them). */
 static int score_exchange(analysis_t *a, const trace_t *t, const member_t *m, size_t n, int synchronous,
-                          int set_waiting)
+                          int set_waiting, size_t times)
 {
     size_t arrived = 0, last = 0;
     double earliest = INFINITY;
@@ -90,8 +97,8 @@ static int score_exchange(analysis_t *a, const trace_t *t, const member_t *m, si
     for (size_t i = 0; i < n; i++) {
         if (isnan(m[i].arrival)) continue;
         rank_stats_t *s = &a->rank[m[i].rank];
-        s->exchanges++;
-        push_double(&s->lateness_ms, &s->nlateness, &s->cap_lateness, (m[i].arrival - earliest) / 1000.0);
+        s->exchanges += times;
+        push_lateness(s, (m[i].arrival - earliest) / 1000.0, times);
         double wait = m[last].arrival - m[i].arrival;
         waiting += wait;
         if (set_waiting && m[i].event != NO_EVENT) {
@@ -100,9 +107,9 @@ static int score_exchange(analysis_t *a, const trace_t *t, const member_t *m, si
         }
         if (synchronous && i != last) check_pair(a, t, m[last].rank, m[last].arrival, m[i].rank, m[i].end);
     }
-    a->rank[m[last].rank].last++;
-    if (synchronous) a->rank[m[last].rank].caused_us += waiting;
-    else a->rank[m[last].rank].avoided_us += waiting;
+    a->rank[m[last].rank].last += times;
+    if (synchronous) a->rank[m[last].rank].caused_us += waiting * (double)times;
+    else a->rank[m[last].rank].avoided_us += waiting * (double)times;
     return 1;
 }
 
@@ -145,7 +152,7 @@ static void allreduce_list(const trace_t *t, analysis_t *a, const size_t *idx, s
             a->allreduces_incomplete++; /* a member's k-th call is not in the trace */
             continue;
         }
-        a->allreduces += (size_t)score_exchange(a, t, m, have, 1, 1);
+        a->allreduces += (size_t)score_exchange(a, t, m, have, 1, 1, 1);
     }
 }
 
@@ -342,7 +349,7 @@ static void partial_round(round_ctx_t *c, const size_t *rounds, size_t b, size_t
     object_ranks(c, first->obj);
     for (size_t i = 0; i < c->nobj_ranks; i++)
         c->m[i] = round_member(c, c->obj_ranks[i], first->u.round.round, sync, isnan(start) ? earliest : start);
-    if (score_exchange(c->a, t, c->m, c->nobj_ranks, sync, 0)) {
+    if (score_exchange(c->a, t, c->m, c->nobj_ranks, sync, 0, 1)) {
         c->a->rounds++;
         c->a->sync_rounds += (size_t)sync;
     }
@@ -378,7 +385,7 @@ static void partial_exchanges(const trace_t *t, analysis_t *a)
     free(rounds);
 }
 
-/* ---- dynamic groups: (object, group id) ---- */
+/* ---- dynamic groups: (object, group id), and iteration steps ---- */
 
 static int cmp_preduce(const tr_event_t *x, const tr_event_t *y)
 {
@@ -389,28 +396,94 @@ static int cmp_preduce(const tr_event_t *x, const tr_event_t *y)
     return 0;
 }
 
-static void group_exchanges(const trace_t *t, analysis_t *a)
+/* Per group: the count, each call's wait for its group (lateness is not
+ * scored per group: see iteration_steps) */
+static void group_waits(const trace_t *t, analysis_t *a)
 {
     size_t n;
     size_t *idx = collect(t, TR_PREDUCE, cmp_preduce, &n);
-    member_t *m = xmalloc((size_t)t->ranks * sizeof *m);
     for (size_t b = 0, e; b < n; b = e) {
         const tr_event_t *first = &t->events[idx[b]];
-        size_t have = 0;
+        int formed = 0;
         for (e = b; e < n; e++) {
             const tr_event_t *ev = &t->events[idx[e]];
             if (ev->obj != first->obj || ev->u.preduce.group_id != first->u.preduce.group_id) break;
             rank_stats_t *s = &a->rank[ev->rank];
             push_double(&s->preduce_wait_ms, &s->npreduce, &s->cap_preduce, ev->u.preduce.wait_us / 1000.0);
-            a->waiting_us[idx[e]] = ev->u.preduce.wait_us < ev->dur ? ev->u.preduce.wait_us : ev->dur;
-            if (ev->flag) continue; /* a failed call was in no group */
-            if (have == 0 || m[have - 1].rank != ev->rank) /* a rank's first call in the group */
-                m[have++] = (member_t){ev->rank, ev->ts, NAN, idx[e]};
+            double wait = ev->u.preduce.wait_us < ev->dur ? ev->u.preduce.wait_us : ev->dur;
+            a->waiting_us[idx[e]] = wait > 0 ? wait : 0;
+            formed |= !ev->flag; /* a failed call was in no group */
         }
-        a->groups += (size_t)score_exchange(a, t, m, have, 0, 0);
+        a->groups += (size_t)formed;
+    }
+    free(idx);
+}
+
+static int cmp_preduce_time(const tr_event_t *x, const tr_event_t *y)
+{
+    CMP_FIELD(x->obj, y->obj);
+    CMP_FIELD(x->rank, y->rank);
+    CMP_FIELD(x->ts, y->ts);
+    return 0;
+}
+
+/* The iteration steps of one object: calls[b..e) are its successful calls
+ * by rank, then time.  Rank x arrives at step k when it calls with an
+ * iteration >= k for the first time.  Per rank a position (at) that only
+ * moves forward: the first call with an iteration >= k comes no earlier as
+ * k grows.  Steps k..until whose arrivals are the same calls are scored
+ * once, counted until - k + 1 times. */
+static void object_steps(const trace_t *t, analysis_t *a, const size_t *calls, size_t b, size_t e, size_t *at,
+                         size_t *end, member_t *m)
+{
+    size_t nranks = 0;
+    int64_t kmin = INT64_MAX, kmax = INT64_MAX; /* kmax: the largest iteration every rank reached */
+    for (size_t i = b, j; i < e; i = j) {
+        int32_t rank = t->events[calls[i]].rank;
+        int64_t most = INT64_MIN;
+        for (j = i; j < e && t->events[calls[j]].rank == rank; j++) {
+            int64_t it = t->events[calls[j]].u.preduce.iteration;
+            if (it < kmin) kmin = it;
+            if (it > most) most = it;
+        }
+        if (most < kmax) kmax = most;
+        m[nranks] = (member_t){rank, NAN, NAN, NO_EVENT};
+        at[nranks] = i;
+        end[nranks++] = j;
+    }
+    if (nranks < 2) return;
+    for (int64_t k = kmin; k <= kmax;) {
+        int64_t until = kmax;
+        for (size_t x = 0; x < nranks; x++) {
+            while (at[x] + 1 < end[x] && t->events[calls[at[x]]].u.preduce.iteration < k) at[x]++; /* k <= kmax */
+            const tr_event_t *ev = &t->events[calls[at[x]]];
+            if (ev->u.preduce.iteration < until) until = ev->u.preduce.iteration;
+            m[x].arrival = ev->ts;
+            m[x].event = calls[at[x]];
+        }
+        size_t times = (size_t)((uint64_t)until - (uint64_t)k) + 1;
+        if (score_exchange(a, t, m, nranks, 0, 0, times)) a->iteration_steps += times;
+        if (until == kmax) break;
+        k = until + 1;
+    }
+}
+
+static void iteration_steps(const trace_t *t, analysis_t *a)
+{
+    size_t n, kept = 0;
+    size_t *calls = collect(t, TR_PREDUCE, cmp_preduce_time, &n);
+    for (size_t i = 0; i < n; i++)
+        if (!t->events[calls[i]].flag) calls[kept++] = calls[i]; /* a failed call reached no step */
+    size_t *at = xmalloc((size_t)t->ranks * sizeof *at), *end = xmalloc((size_t)t->ranks * sizeof *end);
+    member_t *m = xmalloc((size_t)t->ranks * sizeof *m);
+    for (size_t b = 0, e; b < kept; b = e) {
+        for (e = b + 1; e < kept && t->events[calls[e]].obj == t->events[calls[b]].obj;) e++;
+        object_steps(t, a, calls, b, e, at, end, m);
     }
     free(m);
-    free(idx);
+    free(end);
+    free(at);
+    free(calls);
 }
 
 /* ---- time shares ---- */
@@ -436,16 +509,37 @@ static int is_call(const tr_event_t *e)
 }
 
 typedef struct interval {
-    int32_t rank;
+    int32_t rank, kind; /* kind: -1 when unions are per rank only */
     double from, to;
+    double wait_to; /* the end of its waiting part [from, wait_to) */
 } interval_t;
 
 static int cmp_interval(const void *a, const void *b)
 {
     const interval_t *x = a, *y = b;
     CMP_FIELD(x->rank, y->rank);
+    CMP_FIELD(x->kind, y->kind);
     CMP_FIELD(x->from, y->from);
     return 0;
+}
+
+/* The length of the union of v[b..e) (sorted by from): of their spans, or
+ * of their waiting parts (which start where their spans do) */
+static double union_length(const interval_t *v, size_t b, size_t e, int waiting)
+{
+    double total = 0, from = 0, to = -INFINITY;
+    for (size_t i = b; i < e; i++) {
+        double x = waiting ? v[i].wait_to : v[i].to;
+        if (!(x > v[i].from)) continue; /* nothing */
+        if (v[i].from > to) {
+            if (isfinite(to)) total += to - from;
+            from = v[i].from;
+            to = x;
+        } else if (x > to) {
+            to = x;
+        }
+    }
+    return isfinite(to) ? total + (to - from) : total;
 }
 
 /* Per rank: the union of its calls' spans (calls on several threads, or a
@@ -458,15 +552,12 @@ static void union_of_calls(const trace_t *t, analysis_t *a)
     n = 0;
     for (size_t i = 0; i < t->n; i++) {
         const tr_event_t *e = &t->events[i];
-        if (is_call(e)) v[n++] = (interval_t){e->rank, e->ts, e->ts + e->dur};
+        if (is_call(e)) v[n++] = (interval_t){e->rank, -1, e->ts, e->ts + e->dur, e->ts};
     }
     if (n > 1) qsort(v, n, sizeof *v, cmp_interval);
-    for (size_t i = 0; i < n;) {
-        int32_t r = v[i].rank;
-        double from = v[i].from, to = v[i].to;
-        for (i++; i < n && v[i].rank == r && v[i].from <= to; i++)
-            if (v[i].to > to) to = v[i].to;
-        a->rank[r].calls_us += to - from;
+    for (size_t b = 0, e; b < n; b = e) {
+        for (e = b + 1; e < n && v[e].rank == v[b].rank;) e++;
+        a->rank[v[b].rank].calls_us = union_length(v, b, e, 0);
     }
     free(v);
 }
@@ -641,18 +732,32 @@ static void fusion_buckets(const trace_t *t, analysis_t *a)
 
 /* ---- putting it together ---- */
 
-/* Each call's time and waiting into its kind's totals */
+/* Per rank and kind: the union of its calls' spans, and of their waiting
+ * parts (a call waits from its start: [ts, ts + waiting)).  Calls of one
+ * kind that overlap (a rank's plan starts in flight together) count once;
+ * calls of different kinds may overlap (a preduce holds its group's
+ * allreduce) and count in both. */
 static void time_shares(const trace_t *t, analysis_t *a)
 {
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++) n += is_call(&t->events[i]);
+    interval_t *v = xmalloc((n ? n : 1) * sizeof *v);
+    n = 0;
     for (size_t i = 0; i < t->n; i++) {
         const tr_event_t *e = &t->events[i];
         if (!is_call(e)) continue;
         if (e->type == TR_PARTIAL_CALL) a->waiting_us[i] = e->flag ? e->dur : 0;
-        int32_t kind = kind_of(t, a, e); /* may move a->kinds */
-        kind_stats_t *k = &a->kinds[kind];
-        k->exchange_us[e->rank] += e->dur;
-        k->waiting_us[e->rank] += a->waiting_us[i];
+        int32_t kind = kind_of(t, a, e);
+        v[n++] = (interval_t){e->rank, kind, e->ts, e->ts + e->dur, e->ts + a->waiting_us[i]};
     }
+    if (n > 1) qsort(v, n, sizeof *v, cmp_interval);
+    for (size_t b = 0, e; b < n; b = e) {
+        for (e = b + 1; e < n && v[e].rank == v[b].rank && v[e].kind == v[b].kind;) e++;
+        kind_stats_t *k = &a->kinds[v[b].kind];
+        k->exchange_us[v[b].rank] = union_length(v, b, e, 0);
+        k->waiting_us[v[b].rank] = union_length(v, b, e, 1);
+    }
+    free(v);
     union_of_calls(t, a);
     for (int r = 0; r < t->ranks; r++) {
         rank_stats_t *s = &a->rank[r];
@@ -662,19 +767,48 @@ static void time_shares(const trace_t *t, analysis_t *a)
     }
 }
 
+static int cmp_lateness(const void *a, const void *b)
+{
+    const lateness_t *x = a, *y = b;
+    return (x->ms > y->ms) - (x->ms < y->ms);
+}
+
+/* The value at position pos (from 0) of the sorted lateness values, each
+ * repeated its count times */
+static double lateness_at(const rank_stats_t *s, size_t pos)
+{
+    for (size_t i = 0; i < s->nlateness; i++) {
+        if (pos < s->lateness[i].count) return s->lateness[i].ms;
+        pos -= s->lateness[i].count;
+    }
+    return s->nlateness ? s->lateness[s->nlateness - 1].ms : NAN;
+}
+
+/* As quantile_sorted (position p (n - 1), linear interpolation) over the
+ * exchanges' lateness, s->lateness sorted */
+static double lateness_quantile(const rank_stats_t *s, double p)
+{
+    if (s->exchanges == 0) return NAN;
+    double pos = p * (double)(s->exchanges - 1);
+    size_t lo = (size_t)floor(pos);
+    if (lo >= s->exchanges - 1) return lateness_at(s, s->exchanges - 1);
+    double below = lateness_at(s, lo), above = lateness_at(s, lo + 1);
+    return below + (above - below) * (pos - (double)lo);
+}
+
 static void summarize_ranks(analysis_t *a)
 {
     double most = 0;
     a->straggler = -1;
     for (int r = 0; r < a->ranks; r++) {
         rank_stats_t *s = &a->rank[r];
-        sort_doubles(s->lateness_ms, s->nlateness);
-        s->late_median_ms = quantile_sorted(s->lateness_ms, s->nlateness, 0.5);
-        s->late_p90_ms = quantile_sorted(s->lateness_ms, s->nlateness, 0.9);
-        s->late_max_ms = quantile_sorted(s->lateness_ms, s->nlateness, 1.0);
+        if (s->nlateness > 1) qsort(s->lateness, s->nlateness, sizeof *s->lateness, cmp_lateness);
+        s->late_median_ms = lateness_quantile(s, 0.5);
+        s->late_p90_ms = lateness_quantile(s, 0.9);
+        s->late_max_ms = lateness_quantile(s, 1.0);
         double sum = 0;
-        for (size_t i = 0; i < s->nlateness; i++) sum += s->lateness_ms[i];
-        s->late_mean_ms = s->nlateness ? sum / (double)s->nlateness : NAN;
+        for (size_t i = 0; i < s->nlateness; i++) sum += s->lateness[i].ms * (double)s->lateness[i].count;
+        s->late_mean_ms = s->exchanges ? sum / (double)s->exchanges : NAN;
         sort_doubles(s->preduce_wait_ms, s->npreduce);
         s->preduce_median_ms = quantile_sorted(s->preduce_wait_ms, s->npreduce, 0.5);
         s->preduce_max_ms = quantile_sorted(s->preduce_wait_ms, s->npreduce, 1.0);
@@ -696,7 +830,8 @@ void analyze(const trace_t *t, analysis_t *a)
     a->clock.bound_us = t->bound_us;
     allreduce_exchanges(t, a);
     partial_exchanges(t, a);
-    group_exchanges(t, a);
+    group_waits(t, a);
+    iteration_steps(t, a);
     fusion_waiting(t, a);
     fusion_buckets(t, a);
     time_shares(t, a);
@@ -707,7 +842,7 @@ void analyze(const trace_t *t, analysis_t *a)
 void analysis_free(analysis_t *a)
 {
     for (int r = 0; a->rank && r < a->ranks; r++) {
-        free(a->rank[r].lateness_ms);
+        free(a->rank[r].lateness);
         free(a->rank[r].preduce_wait_ms);
     }
     for (size_t k = 0; k < a->nkinds; k++) {

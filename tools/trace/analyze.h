@@ -9,9 +9,16 @@
 
 #include "merged.h"
 
+/* A lateness that several exchanges had (consecutive iteration steps with
+ * the same arrivals are scored once) */
+typedef struct lateness {
+    double ms;
+    size_t count;
+} lateness_t;
+
 typedef struct rank_stats {
     size_t exchanges, last;
-    double *lateness_ms; /* one per exchange it arrived at */
+    lateness_t *lateness; /* its lateness at the exchanges it arrived at */
     size_t nlateness, cap_lateness;
     double late_median_ms, late_p90_ms, late_max_ms, late_mean_ms; /* NaN without exchanges */
     size_t missed_rounds;
@@ -20,14 +27,14 @@ typedef struct rank_stats {
     size_t npreduce, cap_preduce;
     double preduce_median_ms, preduce_max_ms; /* NaN without preduce calls */
     double traced_us;   /* its first event's start to its last event's end */
-    double calls_us;    /* the union of its exchange calls */
+    double calls_us;    /* the union of its calls' spans (of every kind) */
     double compute_share;
 } rank_stats_t;
 
 typedef struct kind_stats {
     int32_t name;       /* in the analysis' kind_names */
-    double *exchange_us; /* [rank] */
-    double *waiting_us;  /* [rank] */
+    double *exchange_us; /* [rank]: the union of its calls' spans of this kind */
+    double *waiting_us;  /* [rank]: the union of their waiting parts */
 } kind_stats_t;
 
 typedef struct bucket_stats {
@@ -48,7 +55,9 @@ typedef struct clock_check {
 typedef struct analysis {
     int ranks;
     rank_stats_t *rank;
-    size_t allreduces, allreduces_incomplete, rounds, sync_rounds, groups;
+    size_t allreduces, allreduces_incomplete, rounds, sync_rounds;
+    size_t groups;          /* dynamic groups: (obj, group_id) with a call of status 0 */
+    size_t iteration_steps; /* the exchanges of dynamic groups: (obj, iteration) */
     kind_stats_t *kinds;
     size_t nkinds, cap_kinds;
     strtab_t kind_names;

@@ -174,6 +174,7 @@ static int type_fields(reader_t *r, const json_value_t *args, const char *name, 
     case TR_PREDUCE:
         e->label = arg_label(r, args, "preduce:", "policy");
         if (arg_obj(r, args, name, &e->obj) || arg_int(r, args, name, "group_id", &e->u.preduce.group_id) ||
+            arg_int(r, args, name, "iteration", &e->u.preduce.iteration) ||
             arg_number(r, args, name, "wait_ns", &wait_ns))
             return -1;
         e->u.preduce.wait_us = wait_ns / 1000.0;

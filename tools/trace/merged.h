@@ -42,7 +42,7 @@ typedef struct tr_event {
             int64_t round, root;
         } round; /* round, round_start; partial_call: round (-1 for a flush) */
         struct {
-            int64_t group_id;
+            int64_t group_id, iteration; /* iteration: the rank's, as it called */
             double wait_us;
         } preduce;
         struct {

@@ -117,7 +117,9 @@ static void text_shares(const analysis_t *a)
 {
     int shown = a->ranks <= RANK_COLUMNS ? a->ranks : 0;
     double traced = total_traced(a);
-    printf("time shares (of each rank's traced time: in the calls / waiting in them for the last member):\n");
+    printf("time shares (of each rank's traced time: in the calls / waiting in them for the last member; a kind's "
+           "calls that overlap count once, but kinds may overlap each other (a preduce holds its group's allreduce), "
+           "so the shares need not add up to 1):\n");
     printf("%-24s %16s", "kind", "all ranks");
     for (int r = 0; r < shown; r++) {
         char head[24];
@@ -163,9 +165,9 @@ static void text_fusion(const trace_t *t, const analysis_t *a)
 static void text_report(const trace_t *t, const analysis_t *a)
 {
     printf("%s: %d ranks, %zu exchanges: %zu synchronous allreduces, %zu partial rounds (%zu synchronous), "
-           "%zu dynamic groups\n",
-           t->path, a->ranks, a->allreduces + a->rounds + a->groups, a->allreduces, a->rounds, a->sync_rounds,
-           a->groups);
+           "%zu iteration steps (of %zu dynamic groups)\n",
+           t->path, a->ranks, a->allreduces + a->rounds + a->iteration_steps, a->allreduces, a->rounds, a->sync_rounds,
+           a->iteration_steps, a->groups);
     if (a->allreduces_incomplete)
         printf("(%zu allreduces left out: some member's call is not in the trace)\n", a->allreduces_incomplete);
     printf("\n");
@@ -268,8 +270,8 @@ static void json_report(const trace_t *t, const analysis_t *a)
     printf("{\"trace\":");
     json_fwrite_string(stdout, t->path, strlen(t->path));
     printf(",\"size\":%d,\n\"exchanges\":{\"allreduces\":%zu,\"allreduces_incomplete\":%zu,\"partial_rounds\":%zu,"
-           "\"sync_rounds\":%zu,\"dynamic_groups\":%zu},\n",
-           a->ranks, a->allreduces, a->allreduces_incomplete, a->rounds, a->sync_rounds, a->groups);
+           "\"sync_rounds\":%zu,\"dynamic_groups\":%zu,\"iteration_steps\":%zu},\n",
+           a->ranks, a->allreduces, a->allreduces_incomplete, a->rounds, a->sync_rounds, a->groups, a->iteration_steps);
     if (a->straggler >= 0) printf("\"straggler\":%d", a->straggler);
     else printf("\"straggler\":null");
     json_key_number("straggler_lateness_ms", a->straggler >= 0 ? a->rank[a->straggler].late_median_ms : NAN, 1);
