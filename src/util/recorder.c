@@ -333,8 +333,8 @@ void pc_rec_open(pc_rec_t *r, FILE *file, FILE *spill, const char *header)
     r->write_failed = 0;
     setvbuf(file, NULL, _IOFBF, 1 << 20);
     setvbuf(spill, NULL, _IOFBF, 1 << 20);
-    r->tick0 = pc_rec_now();
     r->mono0 = pc_rec_mono_ns();
+    r->tick0 = pc_rec_use_tsc ? pc_rec_now() : r->mono0; /* without the TSC: the identity */
     fprintf(file, "{\"ev\":\"header\",%s}\n", header);
     atomic_store(&r->session, atomic_fetch_add(&sessions, 1) + 1);
     pthread_mutex_unlock(&r->lock);

@@ -31,9 +31,10 @@ typedef enum call_kind { K_ALLREDUCE, K_PARTIAL, K_PREDUCE, K_FUSION, NKINDS } c
 static const char *const kind_names[NKINDS] = {"allreduce", "partial call", "preduce", "fusion"};
 static const char *const kind_fill[NKINDS] = {"#4c78a8", "#f58518", "#54a24b", "#b279a2"};
 static const char *const kind_dark[NKINDS] = {"#22446b", "#9c4f07", "#2c6626", "#72406a"};
-static const char *const mark_fill[MARK_COLOURS + 1] = {"#dbe5f1", "#fbe2c8", "#d8eed3", "#ecdcea", "#f6d5d5",
-                                                        "#e9e2cf", "#d3edf0", "#f3f1c2", "#e3e3e3", "#f4d6e6",
-                                                        "#eeeeee"};
+/* light, but far apart in hue: nested marks must stay told apart */
+static const char *const mark_fill[MARK_COLOURS + 1] = {"#e8e8e8", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5",
+                                                        "#9edae5", "#f7b6d2", "#dbdb8d", "#c49c94", "#ff9896",
+                                                        "#f2f2f2"};
 
 #define NCOLOURS (MARK_COLOURS + 1 + 2 * NKINDS + 2) /* marks, calls, their waiting, round tick, stall */
 #define COLOUR_TICK (MARK_COLOURS + 1 + 2 * NKINDS)
