@@ -35,7 +35,7 @@ static int sleep_until_done(MPI_Request *req)
     }
 }
 
-static int serve(MPI_Comm comm, int size)
+static int serve(MPI_Comm comm, int size, int64_t shift)
 {
     for (int i = 1; i < size; i++) {
         char go = 1;
@@ -43,7 +43,7 @@ static int serve(MPI_Comm comm, int size)
         for (int k = 0; rc == MPI_SUCCESS && k < PINGS; k++) {
             char ping;
             rc = MPI_Recv(&ping, 1, MPI_CHAR, i, TAG_PING, comm, MPI_STATUS_IGNORE);
-            uint64_t t0 = pc_rec_mono_ns();
+            uint64_t t0 = pc_rec_mono_ns() + (uint64_t)shift;
             if (rc == MPI_SUCCESS) rc = MPI_Send(&t0, 1, MPI_UINT64_T, i, TAG_PONG, comm);
         }
         if (rc != MPI_SUCCESS) return rc;
@@ -51,7 +51,7 @@ static int serve(MPI_Comm comm, int size)
     return MPI_SUCCESS;
 }
 
-static int measure(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns)
+static int measure(MPI_Comm comm, int64_t shift, int64_t *offset_ns, int64_t *err_ns)
 {
     char go;
     MPI_Request req;
@@ -60,10 +60,10 @@ static int measure(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns)
     uint64_t best = UINT64_MAX;
     for (int k = 0; rc == MPI_SUCCESS && k < PINGS; k++) {
         char ping = 1;
-        uint64_t t0 = 0, t1 = pc_rec_mono_ns();
+        uint64_t t0 = 0, t1 = pc_rec_mono_ns() + (uint64_t)shift;
         rc = MPI_Send(&ping, 1, MPI_CHAR, 0, TAG_PING, comm);
         if (rc == MPI_SUCCESS) rc = MPI_Recv(&t0, 1, MPI_UINT64_T, 0, TAG_PONG, comm, MPI_STATUS_IGNORE);
-        uint64_t t2 = pc_rec_mono_ns();
+        uint64_t t2 = pc_rec_mono_ns() + (uint64_t)shift;
         if (rc == MPI_SUCCESS && t2 - t1 < best) {
             best = t2 - t1;
             *offset_ns = (int64_t)(t1 + (t2 - t1) / 2) - (int64_t)t0;
@@ -73,14 +73,14 @@ static int measure(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns)
     return rc;
 }
 
-int pc_clock_offset(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns, const char *fn)
+int pc_clock_offset(MPI_Comm comm, int64_t shift_ns, int64_t *offset_ns, int64_t *err_ns, const char *fn)
 {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     *offset_ns = 0;
     *err_ns = 0;
-    int rc = rank == 0 ? serve(comm, size) : measure(comm, offset_ns, err_ns);
+    int rc = rank == 0 ? serve(comm, size, shift_ns) : measure(comm, shift_ns, offset_ns, err_ns);
     /* nobody leaves before the last rank is measured: a rank that went on
      * (computing, on a shared core) would slow the later ping-pongs */
     MPI_Request req;

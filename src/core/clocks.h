@@ -5,8 +5,9 @@
 #include <mpi.h>
 #include <stdint.h>
 
-/* Collective over comm: this rank's CLOCK_MONOTONIC minus rank 0's at the
- * same instant, and a bound on the error (rank 0: 0 and 0). */
-int pc_clock_offset(MPI_Comm comm, int64_t *offset_ns, int64_t *err_ns, const char *fn);
+/* Collective over comm: this rank's CLOCK_MONOTONIC (plus shift_ns, which
+ * PCOLL_TIMELINE_SHIFT_NS sets for tests) minus rank 0's at the same
+ * instant, and a bound on the error (rank 0: 0 and 0). */
+int pc_clock_offset(MPI_Comm comm, int64_t shift_ns, int64_t *offset_ns, int64_t *err_ns, const char *fn);
 
 #endif

@@ -109,6 +109,11 @@ static const var_t vars[] = {
       "rank or at none)",
       "pcoll_timeline_start", 1},
      V_PATH, FIELD(timeline), 0, 0},
+    {{"PCOLL_TIMELINE_SHIFT_NS", "a whole number in -1000000000..1000000000", "0",
+      "testing the clock alignment on one machine: rank R's timeline clock reads R times this many ns ahead (the "
+      "offsets measured at start and stop must remove it)",
+      "", 0},
+     V_INT, FIELD(timeline_shift_ns), -1000000000L, 1000000000L},
     {{"PCOLL_RANKS_PER_NODE", "a whole number in 0..1073741824", "0",
       "0: nodes are the machine's (shared memory); K: each also split into blocks of K consecutive ranks", "", 1},
      V_INT, FIELD(ranks_per_node), 0, 1L << 30},

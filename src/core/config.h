@@ -22,6 +22,7 @@ typedef struct pc_config {
     size_t shm_chunk_bytes;      /* PCOLL_SHM_CHUNK_BYTES                       */
     char tuning_file[256];       /* PCOLL_TUNING_FILE ("": none)                */
     char timeline[256];          /* PCOLL_TIMELINE ("": no timeline)            */
+    int timeline_shift_ns;       /* PCOLL_TIMELINE_SHIFT_NS                     */
     pc_tuning_t tuning;          /* its table (no rows: none)                   */
     int ranks_per_node;          /* PCOLL_RANKS_PER_NODE (0: the machine's)     */
     int check;                   /* PCOLL_CHECK                                 */

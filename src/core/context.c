@@ -238,6 +238,7 @@ static int init_tables(pcoll_t *ctx, pc_config_t *cfg, const char *fn)
     atomic_init(&ctx->direct_bytes, cfg->direct_bytes);
     atomic_init(&ctx->small_bytes, cfg->small_bytes);
     atomic_init(&ctx->stall_warn_s, cfg->stall_warn_s);
+    ctx->rec.shift_ns = (int64_t)cfg->timeline_shift_ns * ctx->rank;
     atomic_init(&ctx->timeout_s, cfg->timeout_s);
     ctx->partial_shm_bytes = cfg->partial_shm_bytes;
     ctx->shm_sizes = (pc_shm_sizes_t){cfg->shm_allreduce_bytes, cfg->shm_slice_bytes, cfg->shm_chunk_bytes};

@@ -55,7 +55,7 @@ static int measure_offset(pcoll_t *ctx, int64_t *offset, int64_t *err, const cha
     MPI_Comm comm;
     int rc = MPI_Comm_dup(ctx->comm, &comm);
     if (rc != MPI_SUCCESS) return pc_mpi_error(rc, fn, "MPI_Comm_dup (for the clock offsets)");
-    int status = pc_clock_offset(comm, offset, err, fn);
+    int status = pc_clock_offset(comm, ctx->rec.shift_ns, offset, err, fn);
     MPI_Comm_free(&comm);
     return status;
 }
@@ -81,7 +81,7 @@ int pc_timeline_begin(pcoll_t *ctx, const char *prefix, const char *fn)
     snprintf(header, sizeof header,
              "\"pcoll_timeline\":1,\"rank\":%d,\"size\":%d,\"host\":\"%s\",\"pid\":%ld,\"clock\":\"monotonic\","
              "\"t\":%llu,\"offset_ns\":%lld,\"offset_err_ns\":%lld",
-             ctx->rank, ctx->size, host, (long)getpid(), (unsigned long long)pc_rec_mono_ns(), (long long)offset_ns,
+             ctx->rank, ctx->size, host, (long)getpid(), (unsigned long long)(pc_rec_mono_ns() + (uint64_t)ctx->rec.shift_ns), (long long)offset_ns,
              (long long)err_ns);
     pc_rec_open(&ctx->rec, file, spill, header);
     pc_log(PCOLL_LOG_INFO, "%s: recording the timeline into %s (clock offset %lld ns, error %lld ns)", fn, path,

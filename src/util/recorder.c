@@ -109,7 +109,7 @@ static void write_event(pc_rec_t *r, const pc_ev_t *e, int tid)
     FILE *f = r->file;
     const ev_desc_t *d = &descs[e->type];
     /* ticks to the file's nanoseconds */
-    uint64_t t = r->mono0 + (uint64_t)(int64_t)((double)(int64_t)(e->t - r->tick0) * r->ns_per_tick);
+    uint64_t t = r->mono0 + (uint64_t)r->shift_ns + (uint64_t)(int64_t)((double)(int64_t)(e->t - r->tick0) * r->ns_per_tick);
     uint64_t dur = (uint64_t)((double)e->dur * r->ns_per_tick);
     fprintf(f, "{\"ev\":\"%s\",\"t\":%llu,\"tid\":%d", d->name, (unsigned long long)t, tid);
     if (e->dur) fprintf(f, ",\"dur\":%llu", (unsigned long long)(dur ? dur : 1));
@@ -357,7 +357,7 @@ int pc_rec_close(pc_rec_t *r, const char *stop_keys)
     write_spilled(r);
     fclose(r->spill);
     r->spill = NULL;
-    fprintf(r->file, "{\"ev\":\"stop\",\"t\":%llu,\"events\":%llu,%s}\n", (unsigned long long)t,
+    fprintf(r->file, "{\"ev\":\"stop\",\"t\":%llu,\"events\":%llu,%s}\n", (unsigned long long)(t + (uint64_t)r->shift_ns),
             (unsigned long long)r->written, stop_keys);
     if (fflush(r->file) != 0 && !r->write_failed) r->write_failed = errno ? errno : EIO;
     if (fclose(r->file) != 0 && !r->write_failed) r->write_failed = errno ? errno : EIO;

@@ -78,6 +78,7 @@ typedef struct pc_rec {
     FILE *spill;            /* full buffers, raw, until the close formats them */
     uint64_t written;       /* events written this session */
     uint64_t tick0, mono0;  /* the open's readings of both clocks */
+    int64_t shift_ns;       /* added to every time the files get (testing) */
     double ns_per_tick;     /* the close's: (mono1 - mono0) / (tick1 - tick0) */
     int write_failed;       /* errno of the first failed write, 0 */
 } pc_rec_t;

@@ -6,6 +6,9 @@
 #   sync, majority     the report names rank R, and its median lateness is
 #                      about the delay the run injected at R (its "delay"
 #                      marks), within a factor of two
+#   sync, shifted      the same with rank R's clock R x 5 ms ahead
+#                      (PCOLL_TIMELINE_SHIFT_NS): the measured offsets are
+#                      the shifts, the merged trace is aligned
 #   preduce:fifo:3     names rank R; every rank has its wait for groups
 #   sync + fusion      one entry per bucket of the plan, measured and
 #                      predicted
@@ -72,6 +75,16 @@ run sync 2 --algo sync
 check sync 'r["straggler"] == 2' "names rank 2"
 check sync '0.5 * delay(2) <= r["straggler_lateness_ms"] <= 2 * delay(2) + 1' "its lateness is about its injected delay"
 check sync 'r["ranks"][2]["wait_caused_s"] > 0 and r["clock_check"]["ok"]' "others waited for it; the clocks check"
+
+# every rank's clock made R x 5 ms ahead (PCOLL_TIMELINE_SHIFT_NS): the offsets
+# measured at start and stop must find it, and the merge remove it
+PCOLL_TIMELINE_SHIFT_NS=5000000 run shifted 2 --algo sync
+check shifted 'all(abs(json.loads(open("%s/shifted.%d.jsonl" % (d, k)).readline())["offset_ns"] - k * 5000000) <=
+    json.loads(open("%s/shifted.%d.jsonl" % (d, k)).readline())["offset_err_ns"] + 1000 for k in range(4))' \
+    "the offsets measured are the shifts"
+check shifted 'r["straggler"] == 2 and 0.5 * delay(2) <= r["straggler_lateness_ms"] <= 2 * delay(2) + 1' \
+    "clocks 5-15 ms apart: still rank 2, late by about its delay"
+check shifted 'r["clock_check"]["ok"] and r["clock_check"]["pairs"] > 0' "the clocks check"
 
 run majority 1 --algo majority
 check majority 'r["straggler"] == 1' "names rank 1"
