@@ -157,8 +157,18 @@ for k in rtt_us arrival_us budget_us; do
 done
 [ "$(field "$l" ranks)" = 2 ] || fail "cacheline: ranks in $l"
 
+# what a timeline costs: both sides measured, its files removed afterwards
+before=$(ls -d /tmp/pcoll-bench-timeline-* 2>/dev/null | wc -l)
+$mpirun -n 2 "$bench" timeline --events 2000 --calls 200 --reps 2 --json >"$out/timeline" || fail "timeline exited with $?"
+l=$(grep '"bench":"timeline"' "$out/timeline" || true)
+for k in event_ns_on event_ns_off allreduce_us_off allreduce_us_on allreduce_ratio; do
+    v=$(field "$l" $k)
+    awk -v v="$v" 'BEGIN { exit !(v > 0 && v < 100000) }' || fail "timeline: $k is \"$v\" in: $l"
+done
+[ "$(ls -d /tmp/pcoll-bench-timeline-* 2>/dev/null | wc -l)" = "$before" ] || fail "timeline: its files were left in /tmp"
+
 for args in "group --modes group:1" "group --data-phase shm" "skew --iters 0" "preduce --policies fifo:x" \
-    "preduce --calls 0" "fusion --strategies fixed:0" "fusion --profile /nonexistent" "fusion --cost cubic" "cacheline --iters x" "nosuch"; do
+    "preduce --calls 0" "fusion --strategies fixed:0" "fusion --profile /nonexistent" "fusion --cost cubic" "cacheline --iters x" "timeline --bytes 3" "nosuch"; do
     set +e
     # shellcheck disable=SC2086
     $mpirun -n 2 "$bench" $args >"$out/bad" 2>&1

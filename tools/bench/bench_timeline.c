@@ -116,6 +116,31 @@ static double slowest(double x)
     return mx;
 }
 
+static void print_results(const opts_t *o, int size, double ns_on, double ns_off, double us_on, double us_off)
+{
+    if (o->json) {
+        tool_json_t j;
+        tool_json_begin(&j);
+        tool_json_str(&j, "bench", "timeline");
+        tool_json_int(&j, "ranks", size);
+        tool_json_int(&j, "bytes", (long long)o->bytes);
+        tool_json_int(&j, "calls", o->calls);
+        tool_json_int(&j, "reps", o->reps);
+        tool_json_num(&j, "event_ns_on", ns_on);
+        tool_json_num(&j, "event_ns_off", ns_off);
+        tool_json_num(&j, "allreduce_us_off", us_off);
+        tool_json_num(&j, "allreduce_us_on", us_on);
+        tool_json_num(&j, "allreduce_ratio", us_on / us_off);
+        tool_json_int(&j, "events_per_call", 1);
+        tool_json_end(&j, stdout);
+        return;
+    }
+    printf("# pcoll-bench timeline: %d ranks; medians of %ld repetitions, the slowest rank\n", size, o->reps);
+    printf("recorded event (a mark): %.1f ns of CPU; the same call with no timeline: %.1f ns\n", ns_on, ns_off);
+    printf("allreduce of %zu B (one event per call): %.3f us recording, %.3f us not: on / off %.4f\n", o->bytes, us_on,
+           us_off, us_on / us_off);
+}
+
 int bench_timeline(int argc, char **argv, int rank, int size)
 {
     opts_t o;
@@ -147,29 +172,7 @@ int bench_timeline(int argc, char **argv, int rank, int size)
     }
     double us_off = tool_median(off, (size_t)o.reps), us_on = tool_median(on, (size_t)o.reps);
     double ns_on = slowest(tool_median(ev_on, (size_t)o.reps)), ns_off = slowest(tool_median(ev_off, (size_t)o.reps));
-    if (rank == 0) {
-        if (o.json) {
-            tool_json_t j;
-            tool_json_begin(&j);
-            tool_json_str(&j, "bench", "timeline");
-            tool_json_int(&j, "ranks", size);
-            tool_json_int(&j, "bytes", (long long)o.bytes);
-            tool_json_int(&j, "calls", o.calls);
-            tool_json_int(&j, "reps", o.reps);
-            tool_json_num(&j, "event_ns_on", ns_on);
-            tool_json_num(&j, "event_ns_off", ns_off);
-            tool_json_num(&j, "allreduce_us_off", us_off);
-            tool_json_num(&j, "allreduce_us_on", us_on);
-            tool_json_num(&j, "allreduce_ratio", us_on / us_off);
-            tool_json_int(&j, "events_per_call", 1);
-            tool_json_end(&j, stdout);
-        } else {
-            printf("# pcoll-bench timeline: %d ranks; medians of %ld repetitions, the slowest rank\n", size, o.reps);
-            printf("recorded event (a mark): %.1f ns of CPU; the same call with no timeline: %.1f ns\n", ns_on, ns_off);
-            printf("allreduce of %zu B (one event per call): %.3f us recording, %.3f us not: on / off %.4f\n", o.bytes,
-                   us_on, us_off, us_on / us_off);
-        }
-    }
+    if (rank == 0) print_results(&o, size, ns_on, ns_off, us_on, us_off);
     pcoll_finalize(&ctx);
     if (rank == 0 && !o.prefix && !o.keep) {
         char path[600];
