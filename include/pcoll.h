@@ -285,10 +285,13 @@ PCOLL_API int pcoll_agree(pcoll_t *ctx, const char *what, int status, const char
  * rank, not concurrently with another start or stop); PCOLL_TIMELINE=PREFIX
  * starts one in pcoll_init, and pcoll_finalize stops one that runs.  A
  * prefix whose file cannot be created at some rank fails every rank
- * (PCOLL_ERR_ARG, naming the file); a start while recording, or a stop
- * while not, PCOLL_ERR_STATE.  Events go into per-thread buffers without
- * locks or allocation, are written when a buffer fills and at the stop;
- * none is lost.
+ * (PCOLL_ERR_ARG, naming the file; files of an earlier run stay); a start
+ * while recording, or a stop while not, PCOLL_ERR_STATE at every rank (a
+ * recording rank still ends its file); a file that could not be written,
+ * PCOLL_ERR_LIMIT (pcoll_finalize only logs it).  The clock measurement's
+ * waits warn and time out as blocking calls do.  Events go into
+ * per-thread buffers without locks or allocation, are copied out when a
+ * buffer fills and written at the stop; none is lost.
  */
 PCOLL_API int pcoll_timeline_start(pcoll_t *ctx, const char *prefix);
 PCOLL_API int pcoll_timeline_stop(pcoll_t *ctx);

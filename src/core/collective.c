@@ -424,8 +424,10 @@ static int allreduce_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size
     static const char *fn = "pcoll_allreduce";
     int rc;
     *algo = PCOLL_ALGO_SHM;
-    if (!group && pc_shm_allreduce_takes(ctx, count, dtype)) return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, fn);
+    if (!group && pc_shm_allreduce_takes(ctx, count, dtype))
+        return shm_call(ctx, sendbuf, recvbuf, count, dtype, op, fn);
     if (group && shm_group_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, 0, fn, &rc)) return rc;
+    *algo = PCOLL_ALGO_AUTO; /* "auto" in the timeline if it fails before one is chosen */
     return message_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, fn, algo);
 }
 

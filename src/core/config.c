@@ -105,8 +105,8 @@ static const var_t vars[] = {
       "", 1},
      V_TABLE, FIELD(tuning_file), 0, 0},
     {{"PCOLL_TIMELINE", "a path prefix, or empty", "",
-      "record a timeline from pcoll_init on: rank R writes PREFIX.R.jsonl (pcoll-trace merges them; set at every "
-      "rank or at none)",
+      "record a timeline from pcoll_init on: rank R writes PREFIX.R.jsonl (a process's N-th context "
+      "PREFIX.ctxN.R.jsonl; pcoll-trace merges them; set at every rank or at none)",
       "pcoll_timeline_start", 1},
      V_PATH, FIELD(timeline), 0, 0},
     {{"PCOLL_TIMELINE_SHIFT_NS", "a whole number in -1000000000..1000000000", "0",

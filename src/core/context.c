@@ -287,6 +287,22 @@ static int init_engine(pcoll_t *ctx, const pc_config_t *cfg, const char *fn)
     return mrc == MPI_SUCCESS ? PCOLL_SUCCESS : pc_mpi_error(mrc, fn, "MPI_Barrier");
 }
 
+/* PCOLL_TIMELINE: the process's first context records into PREFIX.R.jsonl,
+ * its N-th into PREFIX.ctxN.R.jsonl (contexts created in the same order
+ * at every rank get the same N) */
+static int timeline_from_env(pcoll_t *ctx, const char *prefix, const char *fn)
+{
+    char name[300];
+    if (ctx->id > 1)
+        snprintf(name, sizeof name, "%s.ctx%d", prefix, ctx->id);
+    else
+        snprintf(name, sizeof name, "%s", prefix);
+    if (pc_timeline_begin(ctx, name, fn) == PCOLL_SUCCESS) return PCOLL_SUCCESS;
+    char why[512];
+    snprintf(why, sizeof why, "%s", pcoll_last_error());
+    return pc_error(PCOLL_ERR_CONFIG, fn, "PCOLL_TIMELINE=%s: %s", prefix, why);
+}
+
 int pcoll_init(MPI_Comm comm, pcoll_t **out)
 {
     static const char *fn = "pcoll_init";
@@ -317,11 +333,7 @@ int pcoll_init(MPI_Comm comm, pcoll_t **out)
     rc = pc_agree_step(&over, fn, init_comms(comm, owns_mpi, &ctx, fn));
     if (rc == PCOLL_SUCCESS) rc = pc_agree_step(&over, fn, init_tables(ctx, &cfg, fn));
     if (rc == PCOLL_SUCCESS) rc = init_engine(ctx, &cfg, fn);
-    if (rc == PCOLL_SUCCESS && cfg.timeline[0] && pc_timeline_begin(ctx, cfg.timeline, fn) != PCOLL_SUCCESS) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", pcoll_last_error());
-        rc = pc_error(PCOLL_ERR_CONFIG, fn, "PCOLL_TIMELINE=%s: %s", cfg.timeline, why);
-    }
+    if (rc == PCOLL_SUCCESS && cfg.timeline[0]) rc = timeline_from_env(ctx, cfg.timeline, fn);
     if (rc != PCOLL_SUCCESS) {
         if (ctx) destroy(ctx);
         if (owns_mpi) MPI_Finalize();

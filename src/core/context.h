@@ -94,6 +94,7 @@ struct pcoll_ctx {
 
     atomic_long inflight; /* operations started and not completed */
     pc_rec_t rec;         /* the timeline recorder (core/timeline.h) */
+    char tl_path[4096];   /* its file while it records */
 };
 
 /* Channel for a new persistent object, and the object's id (both the same

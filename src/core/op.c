@@ -288,16 +288,21 @@ static void run(pcoll_request_t *req)
  * take it (and free it) from the moment `done` is set.  tainted: its run
  * failed midway, so messages for it may still arrive; its identity is not
  * reused (the receive id stays taken, the group is out of step). */
+/* A public call's end in the timeline: completed, or given up (status) */
+static void trace_end(pcoll_request_t *req, int status)
+{
+    if (!req->tl_t0) return;
+    req->tl_end = pc_rec_now();
+    const pc_group_t *g = req->kind == PC_OP_WORLD ? NULL : req->group; /* a list, as the caller gave it */
+    pc_tl_allreduce(req->ctx, req->tl_t0, req->tl_call, req->args.algo, req->args.count, req->args.dtype,
+                    g ? g->ranks : NULL, g ? g->n : 0, status);
+    req->tl_t0 = 0;
+}
+
 static void complete_as(pcoll_request_t *req, int tainted)
 {
     pcoll_t *ctx = req->ctx;
-    if (req->tl_t0) {
-        req->tl_end = pc_rec_now();
-        const pc_group_t *g = req->kind == PC_OP_WORLD || req->group->world ? NULL : req->group;
-        pc_tl_allreduce(ctx, req->tl_t0, req->tl_call, req->args.algo, req->args.count, req->args.dtype,
-                        g ? g->ranks : NULL, g ? g->n : 0, atomic_load(&req->fault.status));
-        req->tl_t0 = 0;
-    }
+    trace_end(req, atomic_load(&req->fault.status));
     if (tainted) {
         pthread_mutex_lock(&ctx->lock);
         if (req->kind == PC_OP_WORLD && req->seq < ctx->world.broken_seq) ctx->world.broken_seq = req->seq;
@@ -377,6 +382,7 @@ static void abandon_task(pc_engine_t *e, void *arg)
             pthread_mutex_unlock(&ctx->lock);
         }
         if (req->running) pc_engine_abandon(e, req->b.sched, PCOLL_ERR_TIMEOUT);
+        trace_end(req, PCOLL_ERR_TIMEOUT);
         atomic_fetch_sub(&ctx->inflight, 1);
     }
     atomic_store(&req->abandon_done, 1);

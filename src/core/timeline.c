@@ -2,7 +2,9 @@
 #include "timeline.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,31 +23,91 @@ static void host_name(char *buf, size_t len)
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) *c = '_';
 }
 
-/* This rank's file and its spill (unlinked at once: it lives until the
- * recorder closes it), or an error naming the prefix. */
-static int open_file(pcoll_t *ctx, const char *prefix, const char *fn, FILE **out, FILE **spill, char *path,
-                     size_t len)
+/* ---- the files: one path per rank, and not two sessions of this process
+ * on one path (two contexts would write over each other) ---- */
+
+typedef struct open_path {
+    char *path;
+    struct open_path *next;
+} open_path_t;
+static pthread_mutex_t paths_lock = PTHREAD_MUTEX_INITIALIZER;
+static open_path_t *paths; /* of the sessions recording in this process */
+
+static int claim_path(const char *path)
 {
-    *out = *spill = NULL;
+    pthread_mutex_lock(&paths_lock);
+    open_path_t *p = paths;
+    while (p && strcmp(p->path, path) != 0) p = p->next;
+    int free_to_take = !p;
+    if (free_to_take && (p = malloc(sizeof *p)) != NULL && (p->path = strdup(path)) != NULL) {
+        p->next = paths;
+        paths = p;
+    } else if (free_to_take) {
+        free(p);
+        free_to_take = -1; /* no memory */
+    }
+    pthread_mutex_unlock(&paths_lock);
+    return free_to_take;
+}
+
+static void release_path(const char *path)
+{
+    pthread_mutex_lock(&paths_lock);
+    for (open_path_t **pp = &paths; *pp; pp = &(*pp)->next)
+        if (strcmp((*pp)->path, path) == 0) {
+            open_path_t *p = *pp;
+            *pp = p->next;
+            free(p->path);
+            free(p);
+            break;
+        }
+    pthread_mutex_unlock(&paths_lock);
+}
+
+/* A session's files while it starts */
+typedef struct pc_tl_session {
+    char path[4096];   /* PREFIX.R.jsonl */
+    char part[4104];   /* its temporary name until every rank could start */
+    FILE *file, *spill;
+    int claimed, renamed;
+} pc_tl_session_t;
+
+/* This rank's file, first under a temporary name (an existing file of the
+ * prefix stays until every rank can start), and its spill (unlinked at
+ * once: it lives until the recorder closes it); or an error naming the
+ * prefix. */
+static int open_files(pcoll_t *ctx, const char *prefix, const char *fn, pc_tl_session_t *s)
+{
+    memset(s, 0, sizeof *s);
     if (!prefix) return pc_error(PCOLL_ERR_NULL, fn, "prefix is NULL");
     if (!prefix[0]) return pc_error(PCOLL_ERR_ARG, fn, "prefix is empty: the files are named PREFIX.RANK.jsonl");
     if (pc_tl_on(ctx)) return pc_error(PCOLL_ERR_STATE, fn, "a timeline is already being recorded");
-    if (snprintf(path, len, "%s.%d.jsonl", prefix, ctx->rank) >= (int)len)
+    if (snprintf(s->path, sizeof s->path, "%s.%d.jsonl", prefix, ctx->rank) >= (int)sizeof s->path)
         return pc_error(PCOLL_ERR_ARG, fn, "prefix is too long (%zu bytes)", strlen(prefix));
-    *out = fopen(path, "w");
-    if (!*out) return pc_error(PCOLL_ERR_ARG, fn, "prefix: cannot create %s: %s", path, strerror(errno));
-    char spill_path[4200];
-    snprintf(spill_path, sizeof spill_path, "%s.spill", path);
-    *spill = fopen(spill_path, "w+");
-    if (*spill) {
-        unlink(spill_path);
-        return PCOLL_SUCCESS;
-    }
-    int rc = pc_error(PCOLL_ERR_ARG, fn, "prefix: cannot create %s: %s", spill_path, strerror(errno));
-    fclose(*out);
-    *out = NULL;
-    unlink(path);
-    return rc;
+    snprintf(s->part, sizeof s->part, "%s.part", s->path);
+    int claimed = claim_path(s->path);
+    if (claimed <= 0)
+        return claimed < 0 ? pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the timeline's path")
+                           : pc_error(PCOLL_ERR_ARG, fn, "prefix: %s is being written by another context of this "
+                                      "process", s->path);
+    s->claimed = 1;
+    char spill_path[sizeof s->part + 8];
+    snprintf(spill_path, sizeof spill_path, "%s.spill", s->path);
+    if (!(s->file = fopen(s->part, "w")))
+        return pc_error(PCOLL_ERR_ARG, fn, "prefix: cannot create %s: %s", s->part, strerror(errno));
+    if (!(s->spill = fopen(spill_path, "w+")))
+        return pc_error(PCOLL_ERR_ARG, fn, "prefix: cannot create %s: %s", spill_path, strerror(errno));
+    unlink(spill_path);
+    return PCOLL_SUCCESS;
+}
+
+static void drop_files(pc_tl_session_t *s)
+{
+    if (s->file) fclose(s->file);
+    if (s->spill) fclose(s->spill);
+    if (s->file) unlink(s->renamed ? s->path : s->part);
+    if (s->claimed) release_path(s->path);
+    memset(s, 0, sizeof *s);
 }
 
 /* The offset at a start or a stop: on a duplicate of the context's
@@ -55,53 +117,68 @@ static int measure_offset(pcoll_t *ctx, int64_t *offset, int64_t *err, const cha
     MPI_Comm comm;
     int rc = MPI_Comm_dup(ctx->comm, &comm);
     if (rc != MPI_SUCCESS) return pc_mpi_error(rc, fn, "MPI_Comm_dup (for the clock offsets)");
-    int status = pc_clock_offset(comm, ctx->rec.shift_ns, offset, err, fn);
+    pc_clock_limits_t limits = {atomic_load(&ctx->stall_warn_s), atomic_load(&ctx->timeout_s)};
+    int status = pc_clock_offset(comm, ctx->rec.shift_ns, &limits, offset, err, fn);
     MPI_Comm_free(&comm);
     return status;
 }
 
+/* Every rank's files can be made; then the offsets; every rank learns
+ * whether each step worked everywhere (no rank records unless all do). */
 int pc_timeline_begin(pcoll_t *ctx, const char *prefix, const char *fn)
 {
-    int64_t offset_ns, err_ns;
-    FILE *file, *spill;
-    char path[4096];
-    int rc = open_file(ctx, prefix, fn, &file, &spill, path, sizeof path);
+    pc_tl_session_t s;
+    int64_t offset_ns = 0, err_ns = -1;
+    int rc = open_files(ctx, prefix, fn, &s);
     pc_agree_over_t all = pc_agree_group(ctx, NULL, 0);
-    if ((rc = pc_agree_step(&all, fn, rc)) == PCOLL_SUCCESS) rc = measure_offset(ctx, &offset_ns, &err_ns, fn);
+    if ((rc = pc_agree_step(&all, fn, rc)) == PCOLL_SUCCESS) {
+        if (rename(s.part, s.path) == 0)
+            s.renamed = 1;
+        else
+            rc = pc_error(PCOLL_ERR_ARG, fn, "prefix: cannot make %s: %s", s.path, strerror(errno));
+        if (rc == PCOLL_SUCCESS) rc = measure_offset(ctx, &offset_ns, &err_ns, fn);
+        rc = pc_agree_step(&all, fn, rc);
+    }
     if (rc != PCOLL_SUCCESS) {
-        if (file) {
-            fclose(file);
-            fclose(spill);
-            unlink(path);
-        }
+        drop_files(&s);
         return rc;
     }
     char host[128], header[512];
     host_name(host, sizeof host);
+    unsigned long long t = pc_rec_mono_ns() + (uint64_t)ctx->rec.shift_ns;
     snprintf(header, sizeof header,
              "\"pcoll_timeline\":1,\"rank\":%d,\"size\":%d,\"host\":\"%s\",\"pid\":%ld,\"clock\":\"monotonic\","
              "\"t\":%llu,\"offset_ns\":%lld,\"offset_err_ns\":%lld",
-             ctx->rank, ctx->size, host, (long)getpid(), (unsigned long long)(pc_rec_mono_ns() + (uint64_t)ctx->rec.shift_ns), (long long)offset_ns,
-             (long long)err_ns);
-    pc_rec_open(&ctx->rec, file, spill, header);
-    pc_log(PCOLL_LOG_INFO, "%s: recording the timeline into %s (clock offset %lld ns, error %lld ns)", fn, path,
+             ctx->rank, ctx->size, host, (long)getpid(), t, (long long)offset_ns, (long long)err_ns);
+    pc_rec_open(&ctx->rec, s.file, s.spill, header);
+    snprintf(ctx->tl_path, sizeof ctx->tl_path, "%s", s.path);
+    pc_log(PCOLL_LOG_INFO, "%s: recording the timeline into %s (clock offset %lld ns, error %lld ns)", fn, s.path,
            (long long)offset_ns, (long long)err_ns);
     return PCOLL_SUCCESS;
 }
 
+/* The stop's offset, the rest of the events, the stop line.  A stop that
+ * the ranks cannot agree on (another rank not recording, a timeout) still
+ * ends this rank's file, with the offset unknown (offset_err_ns -1). */
 int pc_timeline_end(pcoll_t *ctx, const char *fn)
 {
-    int rc = pc_tl_on(ctx) ? PCOLL_SUCCESS : pc_error(PCOLL_ERR_STATE, fn, "no timeline is being recorded");
+    int recording = pc_tl_on(ctx);
+    int rc = recording ? PCOLL_SUCCESS : pc_error(PCOLL_ERR_STATE, fn, "no timeline is being recorded");
     pc_agree_over_t all = pc_agree_group(ctx, NULL, 0);
-    if ((rc = pc_agree_step(&all, fn, rc)) != PCOLL_SUCCESS) return rc;
+    rc = pc_agree_step(&all, fn, rc);
+    if (!recording) return rc;
     atomic_store(&ctx->rec.on, 0); /* the offset's messages are not events */
     int64_t offset = 0, err = -1;
-    int status = measure_offset(ctx, &offset, &err, fn);
+    int status = rc == PCOLL_SUCCESS ? measure_offset(ctx, &offset, &err, fn) : rc;
     char keys[128];
-    snprintf(keys, sizeof keys, "\"offset_ns\":%lld,\"offset_err_ns\":%lld", (long long)offset, (long long)err);
+    snprintf(keys, sizeof keys, "\"offset_ns\":%lld,\"offset_err_ns\":%lld", (long long)offset,
+             (long long)(status == PCOLL_SUCCESS ? err : -1));
     int failed = pc_rec_close(&ctx->rec, keys);
+    release_path(ctx->tl_path);
+    ctx->tl_path[0] = '\0';
     if (status != PCOLL_SUCCESS) return status;
-    if (failed) return pc_error(PCOLL_ERR_STATE, fn, "the timeline file could not be written: %s", strerror(failed));
+    if (failed)
+        return pc_error(PCOLL_ERR_LIMIT, fn, "the timeline file could not be written: %s", strerror(failed));
     return PCOLL_SUCCESS;
 }
 

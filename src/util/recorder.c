@@ -2,6 +2,7 @@
 #include "recorder.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@ struct pc_rec_buf {
     pc_rec_t *rec;
     uint64_t session;     /* the session the buffer's events belong to */
     int tid;
-    pthread_t owner;
+    uint64_t owner;       /* the thread's number (my_thread) */
     _Atomic size_t head;  /* owner: events published up to here */
     size_t flushed;       /* (rec->lock) written up to here */
     pc_rec_buf_t *next;
@@ -71,17 +72,40 @@ static int nfields(const ev_desc_t *d)
 
 /* ---- writing (rec->lock held) ---- */
 
-static void put_text(FILE *f, const char *s, size_t n)
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if
+ * there is none */
+static size_t utf8_length(const unsigned char *s, size_t n)
 {
+    size_t len = s[0] < 0x80            ? 1
+                 : (s[0] & 0xe0) == 0xc0 ? 2
+                 : (s[0] & 0xf0) == 0xe0 ? 3
+                 : (s[0] & 0xf8) == 0xf0 ? 4
+                                         : 0;
+    if (len == 0 || len > n || (len == 2 && s[0] < 0xc2)) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped,
+ * bytes that are not UTF-8 as U+FFFD (JSON is UTF-8) */
+static void put_text(FILE *f, const char *text, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)text;
     fputc('"', f);
-    for (size_t i = 0; i < n && s[i]; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+    for (size_t i = 0; i < n && s[i];) {
+        size_t len = utf8_length(s + i, n - i);
+        if (len == 0) {
+            fputs("\\ufffd", f);
+            i++;
+        } else if (s[i] == '"' || s[i] == '\\') {
+            fprintf(f, "\\%c", s[i++]);
+        } else if (s[i] < 0x20) {
+            fprintf(f, "\\u%04x", s[i++]);
+        } else {
+            fwrite(s + i, 1, len, f);
+            i += len;
+        }
     }
     fputc('"', f);
 }
@@ -96,7 +120,10 @@ static void put_field(FILE *f, const char *key, char kind, int64_t v)
             int64_t i;
             double d;
         } u = {.i = v};
-        fprintf(f, "%.9g", u.d);
+        if (isfinite(u.d))
+            fprintf(f, "%.9g", u.d);
+        else
+            fputs("null", f); /* JSON has no NaN or infinity */
     } else {
         const char *s = (const char *)(intptr_t)v;
         put_text(f, s ? s : "", s ? strlen(s) : 0);
@@ -109,7 +136,8 @@ static void write_event(pc_rec_t *r, const pc_ev_t *e, int tid)
     FILE *f = r->file;
     const ev_desc_t *d = &descs[e->type];
     /* ticks to the file's nanoseconds */
-    uint64_t t = r->mono0 + (uint64_t)r->shift_ns + (uint64_t)(int64_t)((double)(int64_t)(e->t - r->tick0) * r->ns_per_tick);
+    uint64_t since_open = e->t - atomic_load_explicit(&r->tick0, memory_order_relaxed);
+    uint64_t t = r->mono0 + (uint64_t)r->shift_ns + (uint64_t)(int64_t)((double)since_open * r->ns_per_tick);
     uint64_t dur = (uint64_t)((double)e->dur * r->ns_per_tick);
     fprintf(f, "{\"ev\":\"%s\",\"t\":%llu,\"tid\":%d", d->name, (unsigned long long)t, tid);
     if (e->dur) fprintf(f, ",\"dur\":%llu", (unsigned long long)(dur ? dur : 1));
@@ -149,8 +177,8 @@ static void spill_range(pc_rec_t *r, pc_rec_buf_t *b, size_t from, size_t to)
 {
     if (to <= from) return;
     chunk_t c = {b->tid, (uint32_t)(to - from)};
-    if (fwrite(&c, sizeof c, 1, r->spill) != 1 || fwrite(&b->ev[from], sizeof(pc_ev_t), to - from, r->spill) != to - from)
-        note_error(r, r->spill);
+    int ok = fwrite(&c, sizeof c, 1, r->spill) == 1;
+    if (!ok || fwrite(&b->ev[from], sizeof(pc_ev_t), to - from, r->spill) != to - from) note_error(r, r->spill);
 }
 
 /* The spill file's events as JSON lines into the timeline file. */
@@ -184,6 +212,10 @@ static _Thread_local uint64_t my_session;
 static _Thread_local pc_rec_buf_t *my_buf;
 static _Thread_local const char *my_name;       /* pc_rec_thread_name */
 static atomic_ullong sessions;                  /* numbers handed out */
+/* Threads are told apart by a number of their own (a pthread_t may be
+ * reused by a new thread once one has exited). */
+static _Thread_local uint64_t my_thread;
+static atomic_ullong threads;
 
 void pc_rec_thread_name(const char *name) { my_name = name; }
 
@@ -194,10 +226,11 @@ static void push(pc_rec_buf_t *b, pc_ev_type_t type, uint64_t t, uint64_t dur, c
  * NULL without memory (the event is then not recorded). */
 static pc_rec_buf_t *buffer_of_thread(pc_rec_t *r, uint64_t session, uint64_t t)
 {
-    pthread_t self = pthread_self();
+    if (!my_thread) my_thread = atomic_fetch_add(&threads, 1) + 1;
+    uint64_t self = my_thread;
     pthread_mutex_lock(&r->lock);
     pc_rec_buf_t *b = r->bufs;
-    while (b && !pthread_equal(b->owner, self)) b = b->next;
+    while (b && b->owner != self) b = b->next;
     if (!b && (b = malloc(sizeof *b)) != NULL) {
         b->rec = r;
         b->owner = self;
@@ -266,7 +299,10 @@ static void push(pc_rec_buf_t *b, pc_ev_type_t type, uint64_t t, uint64_t dur, c
 void pc_rec_event(pc_rec_t *r, pc_ev_type_t type, uint64_t t, uint64_t dur, const int64_t f[PC_EV_FIELDS],
                   const int *list, int nlist, const char *text)
 {
-    uint64_t session = atomic_load_explicit(&r->session, memory_order_relaxed);
+    uint64_t session = atomic_load_explicit(&r->session, memory_order_acquire);
+    if (t < atomic_load_explicit(&r->tick0, memory_order_relaxed)) return; /* a span begun before this
+                                                                               session (a stop and a start
+                                                                               during it) */
     pc_rec_buf_t *b = my_session == session && session ? my_buf : buffer_of_thread(r, session, t);
     if (!b) return;
     if (nlist < 0 || !list) nlist = 0;
@@ -276,16 +312,42 @@ void pc_rec_event(pc_rec_t *r, pc_ev_type_t type, uint64_t t, uint64_t dur, cons
 
 /* ---- sessions ---- */
 
+/* A reading of both clocks at (nearly) one instant: of three tries, the
+ * one whose two TSC readings around the CLOCK_MONOTONIC one are closest (a
+ * preemption between them would skew the mapping).  Without the TSC the
+ * two are the same reading. */
+static void read_clocks(uint64_t *tick, uint64_t *mono)
+{
+    if (!pc_rec_use_tsc) {
+        *tick = *mono = pc_rec_mono_ns();
+        return;
+    }
+    uint64_t best = UINT64_MAX;
+    for (int k = 0; k < 3; k++) {
+        uint64_t a = pc_rec_now(), m = pc_rec_mono_ns(), b = pc_rec_now();
+        if (b - a < best) {
+            best = b - a;
+            *tick = a + (b - a) / 2;
+            *mono = m;
+        }
+    }
+}
+
 int pc_rec_use_tsc;
 
 /* x86-64 whose time-stamp counter runs at one rate in every state */
 static int invariant_tsc(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return 0;
     char line[4096];
     int ok = 0;
+    /* the kernel's own clock source must be the TSC: not marked unstable */
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (!f) return 0;
+    ok = fgets(line, sizeof line, f) && strncmp(line, "tsc", 3) == 0;
+    fclose(f);
+    if (!ok || !(f = fopen("/proc/cpuinfo", "r"))) return 0;
+    ok = 0;
     while (!ok && fgets(line, sizeof line, f))
         ok = strncmp(line, "flags", 5) == 0 && strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
     fclose(f);
@@ -333,9 +395,11 @@ void pc_rec_open(pc_rec_t *r, FILE *file, FILE *spill, const char *header)
     r->write_failed = 0;
     setvbuf(file, NULL, _IOFBF, 1 << 20);
     setvbuf(spill, NULL, _IOFBF, 1 << 20);
-    r->mono0 = pc_rec_mono_ns();
-    r->tick0 = pc_rec_use_tsc ? pc_rec_now() : r->mono0; /* without the TSC: the identity */
+    uint64_t tick0;
+    read_clocks(&tick0, &r->mono0);
+    atomic_store_explicit(&r->tick0, tick0, memory_order_relaxed);
     fprintf(file, "{\"ev\":\"header\",%s}\n", header);
+    fflush(file); /* a process that dies before the stop leaves at least this */
     atomic_store(&r->session, atomic_fetch_add(&sessions, 1) + 1);
     pthread_mutex_unlock(&r->lock);
     atomic_store(&r->on, 1);
@@ -344,8 +408,10 @@ void pc_rec_open(pc_rec_t *r, FILE *file, FILE *spill, const char *header)
 int pc_rec_close(pc_rec_t *r, const char *stop_keys)
 {
     atomic_store(&r->on, 0);
-    uint64_t tick1 = pc_rec_now(), t = pc_rec_mono_ns();
-    r->ns_per_tick = pc_rec_use_tsc && tick1 > r->tick0 ? (double)(t - r->mono0) / (double)(tick1 - r->tick0) : 1.0;
+    uint64_t tick1, t, tick0 = atomic_load_explicit(&r->tick0, memory_order_relaxed);
+    read_clocks(&tick1, &t);
+    r->ns_per_tick = pc_rec_use_tsc && tick1 > tick0 && t > r->mono0 ? (double)(t - r->mono0) / (double)(tick1 - tick0)
+                                                                   : 1.0;
     uint64_t session = atomic_load(&r->session);
     pthread_mutex_lock(&r->lock);
     for (pc_rec_buf_t *b = r->bufs; b; b = b->next) {
@@ -357,8 +423,8 @@ int pc_rec_close(pc_rec_t *r, const char *stop_keys)
     write_spilled(r);
     fclose(r->spill);
     r->spill = NULL;
-    fprintf(r->file, "{\"ev\":\"stop\",\"t\":%llu,\"events\":%llu,%s}\n", (unsigned long long)(t + (uint64_t)r->shift_ns),
-            (unsigned long long)r->written, stop_keys);
+    fprintf(r->file, "{\"ev\":\"stop\",\"t\":%llu,\"events\":%llu,%s}\n",
+            (unsigned long long)(t + (uint64_t)r->shift_ns), (unsigned long long)r->written, stop_keys);
     if (fflush(r->file) != 0 && !r->write_failed) r->write_failed = errno ? errno : EIO;
     if (fclose(r->file) != 0 && !r->write_failed) r->write_failed = errno ? errno : EIO;
     r->file = NULL;

@@ -77,7 +77,8 @@ typedef struct pc_rec {
     FILE *file;             /* the JSON lines */
     FILE *spill;            /* full buffers, raw, until the close formats them */
     uint64_t written;       /* events written this session */
-    uint64_t tick0, mono0;  /* the open's readings of both clocks */
+    _Atomic uint64_t tick0; /* the open's reading of the events' clock, */
+    uint64_t mono0;         /* and of CLOCK_MONOTONIC at the same instant */
     int64_t shift_ns;       /* added to every time the files get (testing) */
     double ns_per_tick;     /* the close's: (mono1 - mono0) / (tick1 - tick0) */
     int write_failed;       /* errno of the first failed write, 0 */
@@ -92,8 +93,9 @@ static inline uint64_t pc_rec_mono_ns(void)
 }
 
 /* Events' time stamps: the CPU's time-stamp counter where it is invariant
- * (x86-64 with constant_tsc and nonstop_tsc: a third of a clock call here),
- * else CLOCK_MONOTONIC nanoseconds.  The close turns them into the files'
+ * (x86-64 with constant_tsc and nonstop_tsc, and the kernel's clock source
+ * is the TSC: a third of a clock call here), else CLOCK_MONOTONIC
+ * nanoseconds.  The close turns them into the files'
  * clock by readings of both taken at the open and at the close. */
 extern int pc_rec_use_tsc; /* set by the first pc_rec_init */
 static inline uint64_t pc_rec_now(void)
@@ -104,7 +106,8 @@ static inline uint64_t pc_rec_now(void)
     return pc_rec_mono_ns();
 }
 
-static inline int pc_rec_on(pc_rec_t *r) { return r && atomic_load_explicit(&r->on, memory_order_relaxed); }
+/* acquire: a thread that sees it on sees the session that the open wrote before */
+static inline int pc_rec_on(pc_rec_t *r) { return r && atomic_load_explicit(&r->on, memory_order_acquire); }
 
 int pc_rec_init(pc_rec_t *r);
 void pc_rec_destroy(pc_rec_t *r); /* stopped first */

@@ -10,8 +10,11 @@
  *     layers, buckets and waits, marks), every line a JSON object;
  *   - the clock offsets: on one machine every rank's clock is rank 0's, so
  *     the measured offset must lie within its error bound;
- *   - a second session records only its own events; PCOLL_TIMELINE starts
- *     one in pcoll_init and pcoll_finalize stops it.
+ *   - a second session records only its own events; two contexts of one
+ *     process cannot record into one file; PCOLL_TIMELINE starts one in
+ *     pcoll_init (a later context of the process: PREFIX.ctxN) and
+ *     pcoll_finalize stops it;
+ *   - a start that fails at one rank leaves an earlier run's files alone.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,17 +107,31 @@ static void bad_arguments(pcoll_t *ctx)
     EXPECT_ERR(pcoll_timeline_stop(ctx), PCOLL_ERR_STATE, "no timeline");
     EXPECT_ERR(pcoll_timeline_start(ctx, ""), PCOLL_ERR_ARG, "prefix");
     EXPECT_ERR(pcoll_timeline_start(NULL, "x"), PCOLL_ERR_NULL, "ctx");
-    /* one rank's prefix cannot be created: every rank fails, none records */
-    char bad[300];
+    /* one rank's prefix cannot be created: every rank fails, none records,
+     * and the files of an earlier run stay as they were */
+    char bad[300], old[400];
     snprintf(bad, sizeof bad, rank == size - 1 ? "%s/no/such/dir/t" : "%s/bad", dir);
+    snprintf(old, sizeof old, "%s.%d.jsonl", bad, rank);
+    FILE *f = rank == size - 1 ? NULL : fopen(old, "w");
+    if (f) {
+        fputs("an earlier run\n", f);
+        fclose(f);
+    }
     int rc = pcoll_timeline_start(ctx, bad);
     CHECK_MSG(rc != PCOLL_SUCCESS, "a start with an unusable prefix at rank %d succeeded", size - 1);
     if (rank == size - 1) CHECK_MSG(rc == PCOLL_ERR_ARG && strstr(pcoll_last_error(), "cannot create"), "%s",
                                     pcoll_last_error());
     CHECK(!pcoll_timeline_recording(ctx));
-    char p[400];
-    path_of(p, sizeof p, bad, rank);
-    CHECK_MSG(access(p, F_OK) != 0, "%s was left behind", p);
+    if (rank != size - 1) {
+        char line[64] = "";
+        f = fopen(old, "r");
+        CHECK_MSG(f && fgets(line, sizeof line, f) && strcmp(line, "an earlier run\n") == 0,
+                  "the earlier run's %s was changed by a start that failed", old);
+        fclose(f);
+        unlink(old);
+        strcat(old, ".part");
+        CHECK_MSG(access(old, F_OK) != 0, "%s was left behind", old);
+    }
     EXPECT_ERR(pcoll_timeline_mark(ctx, NULL, PCOLL_MARK_BEGIN), PCOLL_ERR_NULL, "name");
     EXPECT_ERR(pcoll_timeline_mark(ctx, "x", (pcoll_mark_phase_t)7), PCOLL_ERR_ARG, "phase");
     char longname[100];
@@ -267,10 +284,32 @@ static void session(pcoll_t *ctx, const char *prefix)
     free_lines(&l);
 }
 
-/* PCOLL_TIMELINE: pcoll_init starts one, pcoll_finalize stops it */
-static void from_environment(void)
+/* Two contexts of one process cannot record into one file */
+static void one_file_one_session(pcoll_t *ctx)
 {
-    char prefix[300], p[400];
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s/shared", dir);
+    pcoll_t *other;
+    CHECK_RC(pcoll_init(MPI_COMM_WORLD, &other));
+    CHECK_RC(pcoll_timeline_start(ctx, prefix));
+    EXPECT_ERR(pcoll_timeline_start(other, prefix), PCOLL_ERR_ARG, "another context");
+    CHECK(!pcoll_timeline_recording(other));
+    CHECK_RC(pcoll_timeline_stop(ctx));
+    CHECK_RC(pcoll_timeline_start(other, prefix)); /* free again */
+    CHECK_RC(pcoll_finalize(&other));               /* which stops it */
+    char p[400];
+    path_of(p, sizeof p, prefix, rank);
+    lines_t l = read_lines(p);
+    check_frame(&l);
+    free_lines(&l);
+}
+
+/* PCOLL_TIMELINE: pcoll_init starts one, pcoll_finalize stops it; the
+ * process's N-th context (contexts_before of them made already) writes
+ * PREFIX.ctxN.R.jsonl */
+static void from_environment(int contexts_before)
+{
+    char prefix[300], p[400], name[350];
     snprintf(prefix, sizeof prefix, "%s/env", dir);
     setenv("PCOLL_TIMELINE", prefix, 1);
     pcoll_t *ctx;
@@ -280,7 +319,8 @@ static void from_environment(void)
     int v = 1;
     for (int i = 0; i < 7; i++) CHECK_RC(pcoll_allreduce(ctx, PCOLL_IN_PLACE, &v, 1, PCOLL_INT32, PCOLL_SUM, NULL, 0));
     CHECK_RC(pcoll_finalize(&ctx));
-    path_of(p, sizeof p, prefix, rank);
+    snprintf(name, sizeof name, "%s.ctx%d", prefix, contexts_before + 1);
+    path_of(p, sizeof p, name, rank);
     lines_t l = read_lines(p);
     check_frame(&l);
     CHECK(count(&l, "allreduce", "\"call\":\"allreduce\"") == 7);
@@ -303,8 +343,9 @@ int main(int argc, char **argv)
     session(ctx, prefix);
     snprintf(prefix, sizeof prefix, "%s/two", dir);
     session(ctx, prefix); /* only its own events: the counts are exact again */
+    one_file_one_session(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
-    from_environment();
+    from_environment(2);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         char cmd[400];

@@ -3,18 +3,23 @@
  *
  *   per event      each rank records --events marks with a timeline on, and
  *                  makes as many calls with it off: CPU nanoseconds of the
- *                  calling thread per call (the file's writes included)
+ *                  calling thread per call (the copies of full buffers into
+ *                  the spill file included; their formatting as JSON lines
+ *                  happens at the stop, not timed)
  *   allreduce      blocks of --calls blocking allreduces of --bytes, with
  *                  the timeline off and on in turn (--reps of each, the
  *                  start and stop outside the timed blocks): microseconds per
  *                  call, and on / off
  *
- * The files go to a directory of rank 0's making under /tmp (or --prefix),
- * removed at the end unless --keep.
+ * The files go to a directory under /tmp whose name rank 0 makes (every
+ * node that lacks it makes it too), removed at the end unless --keep; or
+ * to --prefix.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,6 +159,11 @@ int bench_timeline(int argc, char **argv, int rank, int size)
         }
     }
     MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    /* ranks on other nodes: the same name there (the first to get there makes it) */
+    if (!o.prefix && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "pcoll-bench timeline: rank %d: cannot make %s: %s\n", rank, dir, strerror(errno));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     snprintf(prefix, sizeof prefix, "%s%s", o.prefix ? o.prefix : dir, o.prefix ? "" : "/t");
     pcoll_t *ctx = tool_pcoll_init();
     size_t count = o.bytes / 4;
@@ -174,12 +184,11 @@ int bench_timeline(int argc, char **argv, int rank, int size)
     double ns_on = slowest(tool_median(ev_on, (size_t)o.reps)), ns_off = slowest(tool_median(ev_off, (size_t)o.reps));
     if (rank == 0) print_results(&o, size, ns_on, ns_off, us_on, us_off);
     pcoll_finalize(&ctx);
-    if (rank == 0 && !o.prefix && !o.keep) {
+    if (!o.prefix && !o.keep) { /* each rank its own file; the directory goes with the last of its node */
         char path[600];
-        for (int r = 0; r < size; r++) {
-            snprintf(path, sizeof path, "%s.%d.jsonl", prefix, r);
-            unlink(path);
-        }
+        snprintf(path, sizeof path, "%s.%d.jsonl", prefix, rank);
+        unlink(path);
+        MPI_Barrier(MPI_COMM_WORLD);
         rmdir(dir);
     }
     free(v);

@@ -22,8 +22,12 @@ int main(int argc, char **argv)
     }
     /* the mpi baseline runs without pcoll's progress thread, unless it
        records a timeline */
-    pcoll_t *ctx = exchange_needs_pcoll(o.algo) || o.timeline || getenv("PCOLL_TIMELINE") ? tool_pcoll_init() : NULL;
-    if (ctx && o.timeline && pcoll_timeline_start(ctx, o.timeline) != PCOLL_SUCCESS) {
+    const char *env = getenv("PCOLL_TIMELINE");
+    pcoll_t *ctx = exchange_needs_pcoll(o.algo) || o.timeline || (env && env[0]) ? tool_pcoll_init() : NULL;
+    if (ctx && o.timeline && pcoll_timeline_recording(ctx)) {
+        if (rank == 0)
+            fprintf(stderr, "pcoll-train: --timeline %s ignored: PCOLL_TIMELINE=%s records already\n", o.timeline, env);
+    } else if (ctx && o.timeline && pcoll_timeline_start(ctx, o.timeline) != PCOLL_SUCCESS) {
         if (rank == 0) fprintf(stderr, "pcoll-train: --timeline: %s\n", pcoll_last_error());
         pcoll_finalize(&ctx);
         MPI_Finalize();
