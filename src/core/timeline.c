@@ -226,6 +226,9 @@ void pc_tl_allreduce(pcoll_t *ctx, uint64_t t0, const char *call, pcoll_allreduc
                      pcoll_dtype_t dtype, const int *group, int n, int status)
 {
     if (!t0 || !pc_tl_on(ctx)) return;
+    int every_rank = group && n == ctx->size; /* a list of every rank in order is "all": as NULL */
+    for (int i = 0; every_rank && i < n; i++) every_rank = group[i] == i;
+    if (every_rank) group = NULL;
     int64_t f[PC_EV_FIELDS] = {pc_ev_str(call), pc_ev_str(pcoll_allreduce_algo_name(algo)),
                                (int64_t)(count * pcoll_dtype_size(dtype)), group ? n : ctx->size, status};
     pc_rec_event(&ctx->rec, PC_EV_ALLREDUCE, t0, since(t0), f, group, group ? n : 0, NULL);
