@@ -439,7 +439,7 @@ int pcoll_allreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t cou
         return message_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &algo);
     uint64_t t0 = pc_tl_now(ctx);
     int rc = allreduce_call(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, &algo);
-    pc_tl_allreduce(ctx, t0, "allreduce", algo, count, dtype, group, group_size, rc);
+    pc_tl_allreduce(ctx, t0, 0, "allreduce", algo, count, dtype, group, group_size, rc);
     return rc;
 }
 

@@ -294,7 +294,7 @@ static void trace_end(pcoll_request_t *req, int status)
     if (!req->tl_t0) return;
     req->tl_end = pc_rec_now();
     const pc_group_t *g = req->kind == PC_OP_WORLD || req->group->world ? NULL : req->group;
-    pc_tl_allreduce(req->ctx, req->tl_t0, req->tl_call, req->args.algo, req->args.count, req->args.dtype,
+    pc_tl_allreduce(req->ctx, req->tl_t0, req->tl_end, req->tl_call, req->args.algo, req->args.count, req->args.dtype,
                     g ? g->ranks : NULL, g ? g->n : 0, status);
     req->tl_t0 = 0;
 }

@@ -222,8 +222,8 @@ static uint64_t since(uint64_t t0)
     return t > t0 ? t - t0 : 1;
 }
 
-void pc_tl_allreduce(pcoll_t *ctx, uint64_t t0, const char *call, pcoll_allreduce_algo_t algo, size_t count,
-                     pcoll_dtype_t dtype, const int *group, int n, int status)
+void pc_tl_allreduce(pcoll_t *ctx, uint64_t t0, uint64_t t1, const char *call, pcoll_allreduce_algo_t algo,
+                     size_t count, pcoll_dtype_t dtype, const int *group, int n, int status)
 {
     if (!t0 || !pc_tl_on(ctx)) return;
     int every_rank = group && n == ctx->size; /* a list of every rank in order is "all": as NULL */
@@ -231,7 +231,8 @@ void pc_tl_allreduce(pcoll_t *ctx, uint64_t t0, const char *call, pcoll_allreduc
     if (every_rank) group = NULL;
     int64_t f[PC_EV_FIELDS] = {pc_ev_str(call), pc_ev_str(pcoll_allreduce_algo_name(algo)),
                                (int64_t)(count * pcoll_dtype_size(dtype)), group ? n : ctx->size, status};
-    pc_rec_event(&ctx->rec, PC_EV_ALLREDUCE, t0, since(t0), f, group, group ? n : 0, NULL);
+    uint64_t dur = t1 ? (t1 > t0 ? t1 - t0 : 1) : since(t0);
+    pc_rec_event(&ctx->rec, PC_EV_ALLREDUCE, t0, dur, f, group, group ? n : 0, NULL);
 }
 
 void pc_tl_partial_call(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *kind, const char *fn, int64_t round,

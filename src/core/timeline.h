@@ -19,8 +19,9 @@ static inline uint64_t pc_tl_now(pcoll_t *ctx) { return pc_tl_on(ctx) ? pc_rec_n
 int pc_timeline_begin(pcoll_t *ctx, const char *prefix, const char *fn);
 int pc_timeline_end(pcoll_t *ctx, const char *fn);
 
-void pc_tl_allreduce(pcoll_t *ctx, uint64_t t0, const char *call, pcoll_allreduce_algo_t algo, size_t count,
-                     pcoll_dtype_t dtype, const int *group, int n, int status);
+/* t1: its end (0: now) */
+void pc_tl_allreduce(pcoll_t *ctx, uint64_t t0, uint64_t t1, const char *call, pcoll_allreduce_algo_t algo,
+                     size_t count, pcoll_dtype_t dtype, const int *group, int n, int status);
 void pc_tl_partial_call(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *kind, const char *fn, int64_t round,
                         int waited, uint64_t rounds, int status);
 void pc_tl_round_start(pcoll_t *ctx, uint64_t obj, uint64_t round, int root, int sync);

@@ -20,7 +20,7 @@
  * nonblocking call still in flight when the next call or phase starts)
  * goes to the thread's first overlap track k where it nests: tid + k
  * OVERLAP_TID */
-enum { OVERLAP_TID = 1 << 20, MAX_TRACKS = 8, SEQ_SHIFT = 16, MAX_MARK_DEPTH = (1 << SEQ_SHIFT) - 1 };
+enum { OVERLAP_TID = 1 << 20, MAX_TRACKS = 32, SEQ_SHIFT = 16, MAX_MARK_DEPTH = (1 << SEQ_SHIFT) - 1 };
 static const double ANCHOR_US = 1.0; /* the slices flow arrows bind to */
 
 typedef enum out_kind {
@@ -84,7 +84,7 @@ typedef struct thread_state {
     double last_ts;
     double next_slice; /* settle_anchors: the start of the next slice */
     uint8_t used;
-    uint16_t tracks_used; /* bit k: track k has spans */
+    uint32_t tracks_used; /* bit k: track k has spans */
     int32_t name; /* from its `thread` event, -1 unknown */
 } thread_state_t;
 
@@ -98,7 +98,7 @@ typedef struct merge {
     int32_t *nthreads;        /* [rank] */
     char **names_json;        /* [name id]: the name as a JSON string */
     uint64_t gen;
-    warn_limit_t marks, clamped;
+    warn_limit_t marks, clamped, crossing;
     size_t overlapping; /* spans put on an overlap track */
     double *end_ts; /* [rank]: its stop, or its last event's end */
 } merge_t;
@@ -392,10 +392,14 @@ static int place_span(merge_t *m, thread_state_t *th, out_rec_t *o, int from)
     double end = o->ts + o->dur;
     int k = from;
     while (k < MAX_TRACKS - 1 && !nests(th, k, o->ts, end)) k++;
+    if (k == MAX_TRACKS - 1 && !nests(th, k, o->ts, end))
+        warn_limited(&m->crossing, "rank %u thread %d: more than %d spans in flight at %.3f us cross each other: the "
+                                   "last track's do not nest",
+                     o->rank, (int)o->tid, MAX_TRACKS, o->ts);
     track_t *tr = &th->tracks[k];
     GROW(tr->ends, tr->cap, tr->n + 1);
     tr->ends[tr->n++] = end;
-    th->tracks_used |= (uint16_t)(1u << k);
+    th->tracks_used |= (uint32_t)1u << k;
     o->tid += k * OVERLAP_TID;
     m->overlapping += k > 0;
     return k;
@@ -719,6 +723,7 @@ int merge_run(const char *prefix, const char *out_path)
     memset(&m, 0, sizeof m);
     m.marks.what = "unbalanced marks";
     m.clamped.what = "preduce lines whose parts exceed the call";
+    m.crossing.what = "spans with no track to nest in";
     if (input_read(prefix, &m.in)) {
         merge_free(&m);
         return 1;
@@ -733,6 +738,7 @@ int merge_run(const char *prefix, const char *out_path)
         fprintf(stderr, "%s: note: %zu spans overlap a call or mark of their thread: they are on overlap tracks "
                         "(tid + k x %d, \"... (overlapping calls)\")\n", TRACE_PROG, m.overlapping, OVERLAP_TID);
     warn_limit_done(&m.clamped);
+    warn_limit_done(&m.crossing);
     int rc = write_output(&m, prefix, out_path);
     merge_free(&m);
     return rc;
