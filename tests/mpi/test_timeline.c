@@ -144,7 +144,7 @@ static void bad_arguments(pcoll_t *ctx)
 
 typedef struct expected {
     int allreduce, group, iallreduce, start;
-    int partial_calls, rounds, preduce, layers, buckets, waits, plan_buckets, marks;
+    int partial_calls, rounds, preduce, layers, buckets, waits, plan_buckets, marks, stalls;
 } expected_t;
 
 static void count_round(const pcoll_round_t *r, void *arg)
@@ -172,6 +172,22 @@ static void allreduces(pcoll_t *ctx, expected_t *x)
         CHECK_RC(pcoll_wait(&req));
     }
     CHECK_RC(pcoll_plan_free(&plan));
+}
+
+/* A blocking call that waits past the stall warning for a late rank: the
+ * others record a stall event naming it */
+static void stall(pcoll_t *ctx, expected_t *x)
+{
+    if (size < 2) return;
+    double warn, timeout;
+    CHECK_RC(pcoll_get_timeouts(ctx, &warn, &timeout));
+    CHECK_RC(pcoll_set_timeouts(ctx, 0.2, timeout));
+    if (rank == size - 1) usleep(900000);
+    float v[64] = {0};
+    CHECK_RC(pcoll_allreduce(ctx, PCOLL_IN_PLACE, v, 64, PCOLL_FLOAT32, PCOLL_SUM, NULL, 0));
+    x->allreduce++;
+    x->stalls = rank != size - 1;
+    CHECK_RC(pcoll_set_timeouts(ctx, warn, timeout));
 }
 
 static void partial(pcoll_t *ctx, expected_t *x)
@@ -256,6 +272,10 @@ static void check_events(const lines_t *l, const expected_t *x)
     CHECK(count(l, "mark", "\"ph\":\"E\"") == x->marks);
     CHECK(count(l, "mark", "not recorded") == 0);
     CHECK(count(l, "thread", "\"name\":\"application\"") == 1);
+    char late[64];
+    snprintf(late, sizeof late, "\"ranks\":[%d],", size - 1);
+    CHECK_MSG(count(l, "stall", late) == x->stalls && count(l, "stall", "\"timeout\":0") == x->stalls,
+              "%d stall events naming rank %d, %d expected", count(l, "stall", late), size - 1, x->stalls);
     /* spans have a duration; every status is 0 */
     for (int i = 0; i < l->n; i++) {
         if (strstr(l->line[i], "\"status\":")) CHECK_MSG(field(l->line[i], "status") == 0, "%s", l->line[i]);
@@ -275,6 +295,7 @@ static void session(pcoll_t *ctx, const char *prefix)
         CHECK_RC(pcoll_timeline_mark(ctx, "phase \"one\"", PCOLL_MARK_END));
     }
     allreduces(ctx, &x);
+    stall(ctx, &x);
     partial(ctx, &x);
     preduce(ctx, &x);
     fusion(ctx, &x);
