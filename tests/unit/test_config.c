@@ -56,6 +56,9 @@ static void defaults_are_what_they_say(void)
 
 static void values_and_errors(void)
 {
+    char long_path[300];
+    memset(long_path, 'x', sizeof long_path - 1);
+    long_path[sizeof long_path - 1] = '\0';
     struct {
         const char *name, *good, *bad;
     } cases[] = {
@@ -64,6 +67,8 @@ static void values_and_errors(void)
         {"PCOLL_PARTIAL_SHM_BYTES", "1M", "1T"},       {"PCOLL_SHM_ALLREDUCE_BYTES", "2G", "2 M"},
         {"PCOLL_SHM_SLICE_BYTES", "0", "2M"},          {"PCOLL_SHM_CHUNK_BYTES", "4K", "4095"},
         {"PCOLL_TUNING_FILE", "", "/nonexistent/pcoll-tuning"},
+        {"PCOLL_TIMELINE", "/tmp/run/t", long_path},
+        {"PCOLL_TIMELINE_SHIFT_NS", "-5000000", "1000000001"},
         {"PCOLL_RANKS_PER_NODE", "2", "-2"},
         {"PCOLL_CHECK", "1", "2"},                     {"PCOLL_STALL_WARN_S", "2.5", "+3"},
         {"PCOLL_TIMEOUT_S", "0", "1e9"},               {"PCOLL_SPIN_US", "7", "7us"},
@@ -168,8 +173,8 @@ static void machine_and_agreement(void)
     CHECK(n == pc_config_nvars());
     const char *agree[] = {"PCOLL_ALLREDUCE_ALGO", "PCOLL_ALLREDUCE_DIRECT_BYTES", "PCOLL_ALLREDUCE_SMALL_BYTES",
                            "PCOLL_PARTIAL_SHM_BYTES", "PCOLL_SHM_ALLREDUCE_BYTES", "PCOLL_SHM_SLICE_BYTES",
-                           "PCOLL_SHM_CHUNK_BYTES", "PCOLL_TUNING_FILE", "PCOLL_RANKS_PER_NODE",
-                           "PCOLL_CHECK"};
+                           "PCOLL_SHM_CHUNK_BYTES", "PCOLL_TUNING_FILE", "PCOLL_TIMELINE",
+                           "PCOLL_RANKS_PER_NODE", "PCOLL_CHECK"};
     int must = 0;
     for (int i = 0; i < n; i++) {
         int listed = 0;
