@@ -239,7 +239,8 @@ void pc_tl_partial_call(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *kin
                         int waited, uint64_t rounds, int status)
 {
     if (!t0 || !pc_tl_on(ctx)) return;
-    int64_t f[PC_EV_FIELDS] = {(int64_t)obj, pc_ev_str(kind), pc_ev_str(fn), round, waited, (int64_t)rounds, status};
+    int64_t f[PC_EV_FIELDS] = {pc_ev_pair((int64_t)obj, round), pc_ev_str(kind), pc_ev_str(fn), pc_ev_pair(waited, status),
+                               (int64_t)rounds};
     pc_rec_event(&ctx->rec, PC_EV_PARTIAL_CALL, t0, since(t0), f, NULL, 0, NULL);
 }
 
@@ -255,8 +256,8 @@ void pc_tl_round(pcoll_t *ctx, uint64_t obj, const char *kind, uint64_t round, i
 {
     if (!pc_tl_on(ctx)) return;
     int64_t stale = contributions > active ? contributions - active : 0;
-    int64_t f[PC_EV_FIELDS] = {(int64_t)obj, pc_ev_str(kind), (int64_t)round, root, active, contributions,
-                               stale,        sync,            standin};
+    int64_t f[PC_EV_FIELDS] = {pc_ev_pair((int64_t)obj, (int64_t)round), pc_ev_str(kind), pc_ev_pair(root, active),
+                               pc_ev_pair(contributions, stale), pc_ev_pair(sync, standin)};
     pc_rec_event(&ctx->rec, PC_EV_ROUND, pc_rec_now(), 0, f, group, n, NULL);
 }
 

@@ -23,21 +23,23 @@ struct pc_rec_buf {
 typedef struct ev_desc {
     const char *name;
     const char *key[PC_EV_FIELDS];
-    char kind[PC_EV_FIELDS + 1]; /* i: integer, s: static string, d: double, -: none */
+    char kind[PC_EV_FIELDS + 1]; /* i: integer, s: static string, d: double, p: two 32-bit integers
+                                    (pc_ev_pair; the key names both: "low,high"), -: none */
     const char *list_key, *text_key;
 } ev_desc_t;
 
 static const ev_desc_t descs[PC_EV_NTYPES] = {
     [PC_EV_ALLREDUCE] = {"allreduce", {"call", "algo", "bytes", "n", "status"}, "ssiii----", "group", NULL},
+    /* the frequent events of partial rounds in one line: small integers paired */
     [PC_EV_PARTIAL_CALL] = {"partial_call",
-                            {"obj", "kind", "fn", "round", "waited", "rounds", "status"},
-                            "issiiii--",
+                            {"obj,round", "kind", "fn", "waited,status", "rounds"},
+                            "psspi----",
                             NULL,
                             NULL},
     [PC_EV_ROUND_START] = {"round_start", {"obj", "round", "root", "sync"}, "iiii-----", NULL, NULL},
     [PC_EV_ROUND] = {"round",
-                     {"obj", "kind", "round", "root", "active", "contributions", "stale", "sync", "standin"},
-                     "isiiiiiii",
+                     {"obj,round", "kind", "root,active", "contributions,stale", "sync,standin"},
+                     "psppp----",
                      "group",
                      NULL},
     [PC_EV_PREDUCE] = {"preduce",
@@ -112,6 +114,11 @@ static void put_text(FILE *f, const char *text, size_t n)
 
 static void put_field(FILE *f, const char *key, char kind, int64_t v)
 {
+    if (kind == 'p') { /* two 32-bit integers, "low,high" */
+        const char *comma = strchr(key, ',');
+        fprintf(f, ",\"%.*s\":%d,\"%s\":%d", (int)(comma - key), key, pc_ev_low(v), comma + 1, pc_ev_high(v));
+        return;
+    }
     fprintf(f, ",\"%s\":", key);
     if (kind == 'i') {
         fprintf(f, "%lld", (long long)v);

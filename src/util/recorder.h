@@ -144,5 +144,13 @@ static inline int64_t pc_ev_double(double d)
     return u.i;
 }
 static inline int64_t pc_ev_str(const char *s) { return (int64_t)(intptr_t)s; }
+/* two integers of 32 bits (signed) in one field: small ones, paired so
+ * that the frequent events fit in one line */
+static inline int64_t pc_ev_pair(int64_t low, int64_t high)
+{
+    return (int64_t)(((uint64_t)(uint32_t)(int32_t)high << 32) | (uint32_t)(int32_t)low);
+}
+static inline int pc_ev_low(int64_t v) { return (int32_t)(uint32_t)((uint64_t)v & 0xffffffffu); }
+static inline int pc_ev_high(int64_t v) { return (int32_t)(uint32_t)((uint64_t)v >> 32); }
 
 #endif
