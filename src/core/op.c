@@ -267,6 +267,17 @@ void pc_op_post(pcoll_request_t *req, int quiet)
 
 static void op_done(pc_sched_t *s, int status, void *arg);
 
+/* A public call's end in the timeline: completed, or given up (status) */
+static void trace_end(pcoll_request_t *req, int status)
+{
+    if (!req->tl_t0) return;
+    req->tl_end = pc_rec_now();
+    const pc_group_t *g = req->kind == PC_OP_WORLD || req->group->world ? NULL : req->group;
+    pc_tl_allreduce(req->ctx, req->tl_t0, req->tl_end, req->tl_call, req->args.algo, req->args.count, req->args.dtype,
+                    g ? g->ranks : NULL, g ? g->n : 0, status);
+    req->tl_t0 = 0;
+}
+
 static void run(pcoll_request_t *req)
 {
     pc_sched_t *s = req->b.sched;
@@ -288,17 +299,6 @@ static void run(pcoll_request_t *req)
  * take it (and free it) from the moment `done` is set.  tainted: its run
  * failed midway, so messages for it may still arrive; its identity is not
  * reused (the receive id stays taken, the group is out of step). */
-/* A public call's end in the timeline: completed, or given up (status) */
-static void trace_end(pcoll_request_t *req, int status)
-{
-    if (!req->tl_t0) return;
-    req->tl_end = pc_rec_now();
-    const pc_group_t *g = req->kind == PC_OP_WORLD || req->group->world ? NULL : req->group;
-    pc_tl_allreduce(req->ctx, req->tl_t0, req->tl_end, req->tl_call, req->args.algo, req->args.count, req->args.dtype,
-                    g ? g->ranks : NULL, g ? g->n : 0, status);
-    req->tl_t0 = 0;
-}
-
 static void complete_as(pcoll_request_t *req, int tainted)
 {
     pcoll_t *ctx = req->ctx;

@@ -49,7 +49,7 @@ struct pcoll_partial {
     int app_busy;                /* (L) a call is in progress (one thread) */
     struct {                     /* application: the call in progress, for the timeline */
         uint64_t t0;             /* its start (0: not recorded) */
-        const char *fn;          /* "allreduce", "deposit", "flush" */
+        const char *fn;          /* "allreduce", "deposit", "flush", "free" */
         int64_t round;           /* the round that takes its contribution (-1: none) */
         int waited;
         uint64_t rounds;         /* results it delivered */

@@ -248,15 +248,13 @@ static int preduce_call(pcoll_preduce_t *o, void *model, uint64_t iteration, pco
      * with this rank */
     if (o->last && rc == PCOLL_SUCCESS) memcpy(o->last, model, o->bytes);
     o->calls++;
-    {
-        info->group_id = gid;
-        info->group_size = n;
-        info->members = o->members;
-        info->weight = weight;
-        info->iteration = iter;
-        info->wait_s = t1 - t0;
-        info->reduce_s = t2 - t1;
-    }
+    info->group_id = gid;
+    info->group_size = n;
+    info->members = o->members;
+    info->weight = weight;
+    info->iteration = iter;
+    info->wait_s = t1 - t0;
+    info->reduce_s = t2 - t1;
     return leave(o, rc);
 }
 
