@@ -493,6 +493,31 @@ bad nodur
 line=$(grep -n '"ev":"allreduce"' "$dir/nodur/t.3.jsonl" | head -1 | cut -d: -f1)
 sed -i "${line}s/,\"dur\":[0-9]*//" "$dir/nodur/t.3.jsonl"
 expect_exit 1 "nodur/t.3.jsonl:$line: \"allreduce\" line without \"dur\"" -- "$tool" merge "$dir/nodur/t" -o "$dir/x.json"
+# an offset that moved faster than the clock ran (it would map a later event
+# before an earlier one), and times out of range
+mkdir -p "$dir/drift"
+printf '%s\n' '{"ev":"header","pcoll_timeline":1,"rank":0,"size":1,"t":0,"offset_ns":0,"offset_err_ns":10}' \
+    '{"ev":"stop","t":1000,"offset_ns":5000,"offset_err_ns":10}' >"$dir/drift/t.0.jsonl"
+expect_exit 1 "drift/t.0.jsonl:2: stop: offset_ns moved by 5000 ns in 1000 ns" -- \
+    "$tool" merge "$dir/drift/t" -o "$dir/x.json"
+printf '%s\n' '{"ev":"header","pcoll_timeline":1,"rank":0,"size":1,"t":0,"offset_ns":0,"offset_err_ns":10}' \
+    '{"ev":"allreduce","t":9000000000000000000,"tid":0,"dur":5,"call":"allreduce","algo":"ring","bytes":8,"n":1,"status":0}' \
+    >"$dir/drift/t.0.jsonl"
+expect_exit 1 "drift/t.0.jsonl:2: \"allreduce\": t 9000000000000000000 out of range" -- \
+    "$tool" merge "$dir/drift/t" -o "$dir/x.json"
+pass
+# two members arriving at once: the last is the smaller rank, whatever the list's order
+mkdir -p "$dir/tie"
+for r in 0 1; do
+    printf '%s\n' "{\"ev\":\"header\",\"pcoll_timeline\":1,\"rank\":$r,\"size\":2,\"t\":0,\"offset_ns\":0,\"offset_err_ns\":0}" \
+        '{"ev":"allreduce","t":100,"tid":0,"dur":50,"call":"allreduce","algo":"ring","bytes":8,"n":2,"group":[1,0],"status":0}' \
+        '{"ev":"stop","t":1000,"offset_ns":0,"offset_err_ns":0}' >"$dir/tie/t.$r.jsonl"
+done
+"$tool" merge "$dir/tie/t" -o "$dir/tie.json" 2>/dev/null || fail "tie: merge"
+"$tool" report "$dir/tie.json" --json >"$dir/tie.report" || fail "tie: report"
+"$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if [x["last"] for x in r["ranks"]] == [1, 0] else 1)' \
+    "$dir/tie.report" || fail "tie: the last is not the smaller rank: $(cat "$dir/tie.report")"
+pass
 bad noheader
 sed -i '1d' "$dir/noheader/t.0.jsonl"
 expect_exit 1 "noheader/t.0.jsonl:1: the first line is \"thread\", not the header" -- \

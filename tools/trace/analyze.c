@@ -89,7 +89,10 @@ static int score_exchange(analysis_t *a, const trace_t *t, const member_t *m, si
     double earliest = INFINITY;
     for (size_t i = 0; i < n; i++) {
         if (isnan(m[i].arrival)) continue;
-        if (arrived++ == 0 || m[i].arrival > m[last].arrival) last = i;
+        /* the largest arrival; on a tie the smaller rank, whatever the list's order */
+        if (arrived++ == 0 || m[i].arrival > m[last].arrival ||
+            (m[i].arrival == m[last].arrival && m[i].rank < m[last].rank))
+            last = i;
         if (m[i].arrival < earliest) earliest = m[i].arrival;
     }
     if (arrived < 2) return 0; /* not an exchange: nobody to wait for */

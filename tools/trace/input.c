@@ -79,6 +79,8 @@ static int parse_header(file_reader_t *r, const json_value_t *obj, int expect_ra
         need_int(r, obj, "header", "offset_err_ns", &f->start_err))
         return -1;
     if (size < 1 || size > MAX_SIZE) return bad(r, "header: size %lld out of range", (long long)size);
+    if (f->start_t < 0 || f->start_t > INT64_MAX / 4 || llabs(f->start_offset) > INT64_MAX / 4)
+        return bad(r, "header: t or offset_ns out of range");
     if (rank != expect_rank)
         return bad(r, "header says rank %lld, but the file name says rank %d", (long long)rank, expect_rank);
     if (f->start_err < 0) return bad(r, "header: offset_err_ns %lld is negative", (long long)f->start_err);
@@ -101,6 +103,12 @@ static int parse_stop(file_reader_t *r, const json_value_t *obj, int64_t *counte
         need_int(r, obj, "stop", "offset_err_ns", &f->stop_err))
         return -1;
     if (f->stop_t < f->start_t) return bad(r, "stop: t is before the header's t");
+    if (f->stop_t > INT64_MAX / 4 || llabs(f->stop_offset) > INT64_MAX / 4) return bad(r, "stop: t or offset_ns out of range");
+    /* a clock whose offset to rank 0's changed by more than the time that
+     * passed would map later events before earlier ones */
+    if (f->stop_err >= 0 && llabs(f->stop_offset - f->start_offset) >= f->stop_t - f->start_t)
+        return bad(r, "stop: offset_ns moved by %lld ns in %lld ns since the header: not a clock's drift",
+                   (long long)(f->stop_offset - f->start_offset), (long long)(f->stop_t - f->start_t));
     if (json_get_int(obj, "events", counted)) *counted = -1;
     f->has_stop = 1;
     if (f->stop_err < 0) { /* the recorder could not measure it */
@@ -143,6 +151,7 @@ static int parse_type_fields(file_reader_t *r, const json_value_t *obj, const ch
     if (ev_is_span(e->type)) {
         if (need_int(r, obj, ev, "dur", &e->dur)) return -1;
         if (e->dur < 0) return bad(r, "\"%s\": dur %lld is negative", ev, (long long)e->dur);
+        if (e->dur > INT64_MAX / 4 - e->t) return bad(r, "\"%s\": t + dur is out of range", ev);
     }
     switch ((ev_type_t)e->type) {
     case EV_PREDUCE:
@@ -175,6 +184,7 @@ static int parse_event(file_reader_t *r, const json_value_t *obj, const char *ev
     int64_t tid = 0;
     if (need_int(r, obj, ev, "t", &e.t) || need_int(r, obj, ev, "tid", &tid)) return -1;
     if (tid < 0 || tid >= MAX_TID) return bad(r, "\"%s\": tid %lld out of range", ev, (long long)tid);
+    if (e.t < 0 || e.t > INT64_MAX / 4) return bad(r, "\"%s\": t %lld out of range", ev, (long long)e.t);
     if (obj->end - obj->begin > UINT32_MAX) return bad(r, "line too long");
     e.tid = (int32_t)tid;
     e.type = (uint8_t)event_type(r, ev);

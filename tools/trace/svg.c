@@ -135,6 +135,7 @@ static int draw_bar(canvas_t *cv, int rank, int layer, int c, double from, doubl
     int pending = l->x1 >= l->x0;
     if (pending && x0 - l->x1 < 1.0 && (x1 - x0 < 1.0 || l->x1 - l->x0 < 1.0)) {
         if (x1 > l->x1) l->x1 = x1;
+        if (x0 < l->x0) l->x0 = x0; /* bars may come out of order (marks are drawn when they end) */
         return 1;
     }
     if (pending) flush_lane(cv, rank, layer, c);
