@@ -545,26 +545,6 @@ static double union_length(const interval_t *v, size_t b, size_t e, int waiting)
     return isfinite(to) ? total + (to - from) : total;
 }
 
-/* Per rank: the union of its calls' spans (calls on several threads, or a
- * nonblocking call in flight during another, count once) */
-static void union_of_calls(const trace_t *t, analysis_t *a)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < t->n; i++) n += is_call(&t->events[i]);
-    interval_t *v = xmalloc((n ? n : 1) * sizeof *v);
-    n = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const tr_event_t *e = &t->events[i];
-        if (is_call(e)) v[n++] = (interval_t){e->rank, -1, e->ts, e->ts + e->dur, e->ts};
-    }
-    if (n > 1) qsort(v, n, sizeof *v, cmp_interval);
-    for (size_t b = 0, e; b < n; b = e) {
-        for (e = b + 1; e < n && v[e].rank == v[b].rank;) e++;
-        a->rank[v[b].rank].calls_us = union_length(v, b, e, 0);
-    }
-    free(v);
-}
-
 /* ---- fusion ---- */
 
 static int cmp_fusion_step(const tr_event_t *x, const tr_event_t *y)
@@ -760,8 +740,15 @@ static void time_shares(const trace_t *t, analysis_t *a)
         k->exchange_us[v[b].rank] = union_length(v, b, e, 0);
         k->waiting_us[v[b].rank] = union_length(v, b, e, 1);
     }
+    /* every kind together: each rank's calls counted once (calls on several
+     * threads, or a nonblocking call in flight during another) */
+    for (size_t i = 0; i < n; i++) v[i].kind = -1;
+    if (n > 1) qsort(v, n, sizeof *v, cmp_interval);
+    for (size_t b = 0, e; b < n; b = e) {
+        for (e = b + 1; e < n && v[e].rank == v[b].rank;) e++;
+        a->rank[v[b].rank].calls_us = union_length(v, b, e, 0);
+    }
     free(v);
-    union_of_calls(t, a);
     for (int r = 0; r < t->ranks; r++) {
         rank_stats_t *s = &a->rank[r];
         s->traced_us = isfinite(t->first_us[r]) ? t->last_us[r] - t->first_us[r] : 0;

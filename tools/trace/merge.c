@@ -278,28 +278,30 @@ static void push_change(thread_state_t *th, double ts)
     th->changes[th->nchanges++] = (mark_change_t){ts, th->nmarks ? th->mark_ids[th->nmarks - 1] : 0};
 }
 
-/* The innermost open mark at ts (just before ts, when strictly) */
-static uint64_t innermost_mark(const thread_state_t *th, double ts, int strictly)
+/* The number of changes of the marks at or before ts (before, strictly) */
+static size_t changes_up_to(const thread_state_t *th, double ts, int strictly)
 {
     size_t lo = 0, hi = th->nchanges;
-    while (lo < hi) { /* the number of changes at or before ts (before, strictly) */
+    while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (th->changes[mid].ts < ts || (!strictly && th->changes[mid].ts == ts)) lo = mid + 1;
         else hi = mid;
     }
-    return lo ? th->changes[lo - 1].mark : 0;
+    return lo;
+}
+
+/* The innermost open mark at ts (just before ts, when strictly) */
+static uint64_t innermost_mark(const thread_state_t *th, double ts, int strictly)
+{
+    size_t n = changes_up_to(th, ts, strictly);
+    return n ? th->changes[n - 1].mark : 0;
 }
 
 /* The first change of the marks after ts; INFINITY if none */
 static double next_change(const thread_state_t *th, double ts)
 {
-    size_t lo = 0, hi = th->nchanges;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (th->changes[mid].ts <= ts) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < th->nchanges ? th->changes[lo].ts : INFINITY;
+    size_t n = changes_up_to(th, ts, 0);
+    return n < th->nchanges ? th->changes[n].ts : INFINITY;
 }
 
 /* A mark's end: it closes the innermost open mark of its name; marks opened
