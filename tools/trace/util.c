@@ -115,13 +115,19 @@ int read_whole_file(const char *path, char **text, size_t *len)
     return 0;
 }
 
+/* One line on standard error: "pcoll-trace: KIND" and the message */
+static void say(const char *kind, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: %s", TRACE_PROG, kind);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void errorf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", TRACE_PROG);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say("", fmt, ap);
     va_end(ap);
 }
 
@@ -129,9 +135,7 @@ void warnf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: warning: ", TRACE_PROG);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say("warning: ", fmt, ap);
     va_end(ap);
 }
 
@@ -142,9 +146,7 @@ void warn_limited(warn_limit_t *w, const char *fmt, ...)
     if (w->count++ >= WARN_SHOWN) return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: warning: ", TRACE_PROG);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say("warning: ", fmt, ap);
     va_end(ap);
 }
 
