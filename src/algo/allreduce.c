@@ -36,6 +36,7 @@ int pc_allreduce_build(const pc_allreduce_spec_t *sp, pcoll_allreduce_algo_t alg
 {
     pc_sched_t *s = pc_sched_new();
     if (!s) return PCOLL_ERR_NOMEM;
+    if (sp->no_data) pc_sched_set_virtual(s);
     size_t bytes = sp->count * pcoll_dtype_size(sp->dtype);
     if (sp->count == 0) {
         /* nothing to do: an empty schedule completes at once */

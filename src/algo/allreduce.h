@@ -21,6 +21,8 @@ typedef struct pc_allreduce_spec {
      * member adds up all of it) */
     size_t shm_piece;
     int shm_slice;
+    int no_data;      /* a schedule without data (pc_sched_set_virtual): the
+                         simulator's time-only mode                         */
 } pc_allreduce_spec_t;
 
 /* What an allreduce is for decides which algorithms it may use: the one

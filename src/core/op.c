@@ -18,7 +18,7 @@
 int pc_built_make(const pc_op_args_t *a, pc_built_t *b)
 {
     memset(b, 0, sizeof *b);
-    pc_allreduce_spec_t spec = {a->n, a->me, a->count, a->dtype, a->op, a->inplace, a->shm_piece, a->shm_slice};
+    pc_allreduce_spec_t spec = {a->n, a->me, a->count, a->dtype, a->op, a->inplace, a->shm_piece, a->shm_slice, 0};
     int rc = pc_allreduce_build(&spec, a->algo, &b->sched);
     if (rc != PCOLL_SUCCESS) return rc;
     b->send_peers = malloc(sizeof(int) * (size_t)a->n);

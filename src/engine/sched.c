@@ -46,6 +46,7 @@ struct pc_sched {
     int nslots, capslots;
     size_t scratch_total;
     int committed;
+    int is_virtual; /* no data: pc_sched_set_virtual */
     int err;
     /* per run */
     int *ready; /* FIFO of fired steps; each step enters at most once a run */
@@ -320,6 +321,10 @@ int pc_sched_commit(pc_sched_t *s)
     for (int i = PC_NUM_BOUND_SLOTS; i < s->nslots; i++) {
         size_t bytes = s->slot_bytes[i];
         if (bytes == 0 || bytes == EXTERNAL) continue;
+        if (s->is_virtual) {
+            s->scratch_total += bytes;
+            continue;
+        }
         /* 64-byte alignment keeps the reduce kernels on whole vectors */
         size_t rounded = (bytes + 63) & ~(size_t)63;
         if (!(s->slots[i] = aligned_alloc(64, rounded))) return s->err = PCOLL_ERR_NOMEM;
@@ -328,6 +333,11 @@ int pc_sched_commit(pc_sched_t *s)
     }
     s->committed = 1;
     return PCOLL_SUCCESS;
+}
+
+void pc_sched_set_virtual(pc_sched_t *s)
+{
+    if (!s->committed) s->is_virtual = 1;
 }
 
 void pc_sched_bind(pc_sched_t *s, uint32_t slot, void *ptr)
@@ -402,6 +412,9 @@ static void drain(pc_sched_t *s, const pc_issuer_t *iss)
         } else if (kind == PC_STEP_SEND || kind == PC_STEP_RECV || kind == PC_STEP_BARRIER) {
             int rc = iss->post(iss->self, s, i);
             if (rc != PCOLL_SUCCESS) complete(s, i, rc);
+        } else if (iss->local && kind != PC_STEP_CALLBACK && kind != PC_STEP_NOP) {
+            int rc = iss->local(iss->self, s, i);
+            if (rc != PCOLL_SUCCESS) complete(s, i, rc);
         } else {
             run_local(s, i);
             complete(s, i, PCOLL_SUCCESS);
@@ -417,7 +430,7 @@ static void drain(pc_sched_t *s, const pc_issuer_t *iss)
 
 int pc_sched_start(pc_sched_t *s, const pc_issuer_t *iss)
 {
-    if (!s->committed || s->running) return PCOLL_ERR_INTERNAL;
+    if (!s->committed || s->running || (s->is_virtual && !iss->local)) return PCOLL_ERR_INTERNAL;
     s->ready_head = s->ready_tail = 0;
     s->ndone = 0;
     s->aborted = 0;
@@ -510,7 +523,11 @@ int pc_sched_waiting_on(const pc_sched_t *s, int *out, int max)
 int32_t *pc_sched_step_aux(pc_sched_t *s, int i) { return &s->steps[i].aux; }
 int pc_sched_running(const pc_sched_t *s) { return s->running; }
 pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int i) { return (pc_step_kind_t)s->steps[i].kind; }
-void *pc_sched_step_buf(const pc_sched_t *s, int i) { return resolve(s, s->steps[i].a); }
-size_t pc_sched_step_bytes(const pc_sched_t *s, int i) { return s->steps[i].n; }
+void *pc_sched_step_buf(const pc_sched_t *s, int i) { return s->is_virtual ? NULL : resolve(s, s->steps[i].a); }
+size_t pc_sched_step_bytes(const pc_sched_t *s, int i)
+{
+    const step_t *st = &s->steps[i];
+    return st->kind == PC_STEP_REDUCE || st->kind == PC_STEP_SCALE ? st->n * pcoll_dtype_size(st->dtype) : st->n;
+}
 int pc_sched_step_peer(const pc_sched_t *s, int i) { return s->steps[i].peer; }
 size_t pc_sched_scratch_bytes(const pc_sched_t *s) { return s->scratch_total; }

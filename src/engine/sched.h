@@ -65,10 +65,14 @@ typedef void (*pc_step_fn)(pc_sched_t *s, void *arg);
 typedef void (*pc_sched_done_fn)(pc_sched_t *s, int status, void *arg);
 
 /* Runs communication steps for a schedule. post() starts step `step` and must
- * eventually call pc_sched_step_done(s, step, status, issuer). */
+ * eventually call pc_sched_step_done(s, step, status, issuer).
+ * local (optional) takes the data steps (reduce, scale, copy) the same way
+ * instead of the schedule computing them at once: a simulator charges their
+ * time (tools/sim); NULL for every real issuer. */
 typedef struct pc_issuer {
     int (*post)(void *self, pc_sched_t *s, int step);
     void *self;
+    int (*local)(void *self, pc_sched_t *s, int step);
 } pc_issuer_t;
 
 pc_sched_t *pc_sched_new(void);
@@ -90,6 +94,10 @@ int pc_sched_callback(pc_sched_t *s, pc_step_fn fn, void *arg);
 /* Barrier `index` (1, 2, ... within a run) of the members bound with
  * pc_sched_bind_barrier: the run's barrier base + index. */
 int pc_sched_barrier(pc_sched_t *s, int index);
+/* Before commit: a schedule without data (a simulator's time-only mode):
+ * commit allocates no scratch, nothing reads or writes a buffer, and it runs
+ * only with an issuer that takes the data steps (pc_issuer_t.local). */
+void pc_sched_set_virtual(pc_sched_t *s);
 /* `after` waits for `before`. Negative ids (from an earlier failure) are ignored. */
 void pc_sched_dep(pc_sched_t *s, int before, int after);
 void pc_sched_set_or(pc_sched_t *s, int step);
@@ -136,6 +144,8 @@ void pc_sched_step_done(pc_sched_t *s, int step, int status, const pc_issuer_t *
 int pc_sched_running(const pc_sched_t *s);
 pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int step);
 void *pc_sched_step_buf(const pc_sched_t *s, int step); /* send/recv buffer */
+/* Bytes a step moves or touches: its message, or for reduce and scale the
+ * elements times their size, for copy its length. */
 size_t pc_sched_step_bytes(const pc_sched_t *s, int step);
 int pc_sched_step_peer(const pc_sched_t *s, int step); /* group index */
 /* The distinct group indices this schedule sends to (kind PC_STEP_SEND) or

@@ -210,7 +210,7 @@ static inline int64_t pc_load_int(const void *at, pcoll_dtype_t t)
 static inline int pc_round_sched_build(const pc_backend_env_t *env, pcoll_allreduce_algo_t forced, size_t small_bytes,
                                        int n, int idx, pc_sched_t **out)
 {
-    pc_allreduce_spec_t spec = {n, idx, env->count + PC_TRAILER, env->dtype, PCOLL_SUM, 1, 0, 0};
+    pc_allreduce_spec_t spec = {n, idx, env->count + PC_TRAILER, env->dtype, PCOLL_SUM, 1, 0, 0, 0};
     pcoll_allreduce_algo_t algo = pc_allreduce_choose(PC_USE_ROUND, forced, PCOLL_ALGO_AUTO, 0, small_bytes, env->bytes, n);
     return pc_allreduce_build(&spec, algo, out);
 }

@@ -57,7 +57,7 @@ static void count_cb(pc_sched_t *s, void *arg)
 static void test_and_or_rearm(void)
 {
     script_t sc = {0};
-    pc_issuer_t iss = {script_post, &sc};
+    pc_issuer_t iss = {script_post, &sc, NULL};
     pc_sched_t *s = pc_sched_new();
     int scr = pc_sched_scratch(s, 4 * sizeof(int));
     int r1 = pc_sched_recv(s, pc_ref((uint32_t)scr, 0), 4, 1, 0);
@@ -126,7 +126,7 @@ static void test_local_steps(void)
     pc_sched_bind(s, PC_SLOT_OUT, out);
     done_calls = 0;
     pc_sched_on_done(s, on_done, NULL);
-    pc_issuer_t none = {NULL, NULL};
+    pc_issuer_t none = {NULL, NULL, NULL};
     CHECK(pc_sched_start(s, &none) == PCOLL_SUCCESS);
     CHECK(done_calls == 1); /* only local steps: done at once */
     for (int i = 0; i < 5; i++) CHECK(out[i] == (float)(i + 1) * 2.0f / 4.0f);
@@ -186,6 +186,9 @@ typedef struct net {
     pc_sched_t **scheds;
     int nranks;
     long delivered;
+    int no_data;          /* virtual schedules: move no bytes */
+    size_t local_bytes;   /* bytes of the data steps handed to net_local */
+    long local_steps;
 } net_t;
 
 static int rank_of_sched(net_t *net, pc_sched_t *s)
@@ -236,7 +239,7 @@ static int net_deliver_one(net_t *net, rng_t *r, const pc_issuer_t *iss)
         msg_t snd = net->m[i], rcv = net->m[j];
         size_t sb = pc_sched_step_bytes(snd.s, snd.step), rb = pc_sched_step_bytes(rcv.s, rcv.step);
         CHECK(sb == rb);
-        memcpy(pc_sched_step_buf(rcv.s, rcv.step), pc_sched_step_buf(snd.s, snd.step), sb);
+        if (!net->no_data) memcpy(pc_sched_step_buf(rcv.s, rcv.step), pc_sched_step_buf(snd.s, snd.step), sb);
         /* remove both (higher index first) */
         int hi = i > j ? i : j, lo = i > j ? j : i;
         memmove(&net->m[hi], &net->m[hi + 1], sizeof(msg_t) * (size_t)(net->n - hi - 1));
@@ -285,7 +288,7 @@ static void loopback_allreduce(int n, size_t count, pcoll_allreduce_algo_t algo,
     net_t net = {0};
     net.nranks = n;
     net.scheds = calloc((size_t)n, sizeof(pc_sched_t *));
-    pc_issuer_t iss = {net_post, &net};
+    pc_issuer_t iss = {net_post, &net, NULL};
     for (int i = 0; i < n; i++) {
         in[i] = malloc(sizeof(int64_t) * (count + 1));
         out[i] = malloc(sizeof(int64_t) * (count + 1));
@@ -297,7 +300,7 @@ static void loopback_allreduce(int n, size_t count, pcoll_allreduce_algo_t algo,
         /* simulated rank ranks[g] is group index g */
         int g = 0;
         while (ranks[g] != i) g++;
-        pc_allreduce_spec_t sp = {n, g, count, PCOLL_INT64, op, inplace, 0, 0};
+        pc_allreduce_spec_t sp = {n, g, count, PCOLL_INT64, op, inplace, 0, 0, 0};
         CHECK(pc_allreduce_build(&sp, algo, &net.scheds[i]) == PCOLL_SUCCESS);
         pc_sched_bind_ranks(net.scheds[i], ranks);
         pc_sched_set_tags(net.scheds[i], bases[g], bases);
@@ -334,6 +337,61 @@ static void loopback_allreduce(int n, size_t count, pcoll_allreduce_algo_t algo,
     loopback_runs++;
 }
 
+/* The simulator's time-only mode: the builders' schedules with no data
+ * (no scratch allocated, no buffer touched), data steps handed to the
+ * issuer.  Every algorithm completes on the loopback network with the same
+ * messages, and the data steps' bytes are what the algorithm adds up. */
+static int net_local(void *self, pc_sched_t *s, int step)
+{
+    net_t *net = self;
+    pc_step_kind_t k = pc_sched_step_kind(s, step);
+    CHECK(k == PC_STEP_REDUCE || k == PC_STEP_SCALE || k == PC_STEP_COPY);
+    net->local_bytes += pc_sched_step_bytes(s, step);
+    net->local_steps++;
+    pc_sched_step_done(s, step, PCOLL_SUCCESS, NULL);
+    return PCOLL_SUCCESS;
+}
+
+static void test_virtual(rng_t *r)
+{
+    long scratch0 = pc_sched_live_scratch();
+    for (int algo = PCOLL_ALGO_RECDBL; algo <= PCOLL_ALGO_DIRECT; algo++)
+        for (int n = 2; n <= 9; n++) {
+            size_t count = (size_t)1 << 18; /* 2 MiB of int64 per rank, never allocated */
+            net_t net = {0};
+            net.nranks = n;
+            net.no_data = 1;
+            net.scheds = calloc((size_t)n, sizeof(pc_sched_t *));
+            size_t scratch = 0;
+            pc_issuer_t iss = {net_post, &net, net_local};
+            pc_issuer_t no_local = {net_post, &net, NULL};
+            for (int i = 0; i < n; i++) {
+                pc_allreduce_spec_t sp = {n, i, count, PCOLL_INT64, PCOLL_SUM, 0, 0, 0, 1};
+                CHECK(pc_allreduce_build(&sp, (pcoll_allreduce_algo_t)algo, &net.scheds[i]) == PCOLL_SUCCESS);
+                scratch += pc_sched_scratch_bytes(net.scheds[i]);
+                pc_sched_on_done(net.scheds[i], count_done, NULL);
+            }
+            /* receives land in scratch: counted, not allocated */
+            CHECK(scratch > 0);
+            CHECK(pc_sched_live_scratch() == scratch0);
+            /* a virtual schedule cannot run where data steps would compute */
+            CHECK(pc_sched_start(net.scheds[0], &no_local) == PCOLL_ERR_INTERNAL);
+            finished = 0;
+            for (int i = 0; i < n; i++) CHECK(pc_sched_start(net.scheds[i], &iss) == PCOLL_SUCCESS);
+            while (net_deliver_one(&net, r, &iss)) {
+            }
+            CHECK(net.n == 0);
+            CHECK(finished == n);
+            /* every rank adds up at least its share of the vector: (n - 1) / n
+             * of it in all, over the group (n - 1 whole vectors) */
+            CHECK(net.local_bytes >= (size_t)(n - 1) * count * 8);
+            CHECK(net.local_steps > 0);
+            for (int i = 0; i < n; i++) pc_sched_free(net.scheds[i]);
+            free(net.scheds);
+            free(net.m);
+        }
+}
+
 int main(void)
 {
     test_and_or_rearm();
@@ -348,6 +406,7 @@ int main(void)
                 loopback_allreduce(n, counts[c], (pcoll_allreduce_algo_t)algo, (pcoll_op_t)(c % 2), (int)(n % 2),
                                    &r);
         }
+    test_virtual(&r);
     CHECK(pc_sched_live_scratch() == 0);
     printf("test_sched: %ld checks, %ld loopback allreduces passed\n", checks, loopback_runs);
     return 0;
