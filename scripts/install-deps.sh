@@ -9,9 +9,9 @@ set -eu
 # and plotting; tests: pkg-config; the emulated cluster: iproute2 (ip, tc);
 # the Python package and pcoll.torch (python/, examples/torch): Python's
 # headers, numpy, mpi4py (the same Open MPI), PyTorch and torchvision (CPU),
-# pytest
+# pytest; the simulator (tools/sim, pcoll-sim): SimGrid
 PACKAGES="gcc make cmake pkgconf zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist gnuplot-nox iproute2
-python3-dev python3-numpy python3-mpi4py python3-torch python3-torchvision python3-pytest"
+python3-dev python3-numpy python3-mpi4py python3-torch python3-torchvision python3-pytest libsimgrid-dev"
 
 missing=""
 for pkg in $PACKAGES; do

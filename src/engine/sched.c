@@ -522,6 +522,7 @@ int pc_sched_waiting_on(const pc_sched_t *s, int *out, int max)
 
 int32_t *pc_sched_step_aux(pc_sched_t *s, int i) { return &s->steps[i].aux; }
 int pc_sched_running(const pc_sched_t *s) { return s->running; }
+int pc_sched_nsteps(const pc_sched_t *s) { return s->nsteps; }
 pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int i) { return (pc_step_kind_t)s->steps[i].kind; }
 void *pc_sched_step_buf(const pc_sched_t *s, int i) { return s->is_virtual ? NULL : resolve(s, s->steps[i].a); }
 size_t pc_sched_step_bytes(const pc_sched_t *s, int i)

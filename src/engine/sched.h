@@ -142,6 +142,7 @@ void pc_sched_step_done(pc_sched_t *s, int step, int status, const pc_issuer_t *
 
 /* ---- inspection (issuers, tests, debugging) ---- */
 int pc_sched_running(const pc_sched_t *s);
+int pc_sched_nsteps(const pc_sched_t *s);
 pc_step_kind_t pc_sched_step_kind(const pc_sched_t *s, int step);
 void *pc_sched_step_buf(const pc_sched_t *s, int step); /* send/recv buffer */
 /* Bytes a step moves or touches: its message, or for reduce and scale the

@@ -1,0 +1,58 @@
+/*
+ * Platforms as SimGrid XML: N = ranks / K nodes named node-0 .. node-N-1,
+ * each a host whose ranks share memory (the host's loopback: model.shm_*)
+ * and one link each way (SPLITDUPLEX: tc's tbf limits each direction of a
+ * veth on its own).
+ *
+ *   switch, cluster:   node-i --link-- [crossbar]     every pair of nodes
+ *                                                    meets only its two links
+ *   fattree:           node-i --link-- leaf --link-- spine   (two levels,
+ *                      a leaf per a nodes, a spines: full bisection)
+ *
+ * cluster is the switch with the emulated cluster's calibrated host costs
+ * (model.c); the three differ only in the topology written here.
+ */
+#include <stdio.h>
+
+#include "sim.h"
+
+/* a x b = n with a as close to sqrt(n) as n allows (a >= 2 when possible) */
+static void fattree_shape(int n, int *a, int *b)
+{
+    int best = n;
+    for (int x = 2; x * x <= n; x++)
+        if (n % x == 0) best = x;
+    *a = best == n ? n : n / best;
+    *b = n / *a;
+}
+
+int sim_platform_write(const char *path, const sim_model_t *m)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "pcoll-sim: cannot write the platform file %s\n", path);
+        return -1;
+    }
+    int nodes = m->ranks / m->ranks_per_node;
+    double bw = m->link_bps / 8 * m->bw_factor; /* bytes per second */
+    fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+               "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
+    fprintf(f,
+            "  <cluster id=\"nodes\" prefix=\"node-\" suffix=\"\" radical=\"0-%d\" speed=\"1Gf\" bw=\"%.6gBps\" "
+            "lat=\"%.6gs\" sharing_policy=\"SPLITDUPLEX\" loopback_bw=\"%.6gBps\" loopback_lat=\"%.6gs\"",
+            nodes - 1, bw, m->link_lat_s, m->shm_Bps, m->shm_lat_s);
+    if (m->platform == SIM_FATTREE && nodes >= 4) {
+        int a, b;
+        fattree_shape(nodes, &a, &b);
+        fprintf(f, " topology=\"FAT_TREE\" topo_parameters=\"2;%d,%d;1,%d;1,1\"", a, b, a);
+    } else {
+        /* an ideal switch: the backbone never limits */
+        fprintf(f, " bb_bw=\"%.6gBps\" bb_lat=\"0s\" bb_sharing_policy=\"FATPIPE\"", bw * nodes * 4);
+    }
+    fprintf(f, "/>\n</zone>\n</platform>\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "pcoll-sim: cannot write the platform file %s\n", path);
+        return -1;
+    }
+    return 0;
+}
