@@ -214,13 +214,6 @@ static const char *mode_text(int64_t v, char *buf, size_t len)
 
 enum { F_COUNT, F_DTYPE, F_KIND, F_QUORUM, F_GROUP, F_MODE, F_SYNC, F_SEED, F_CFG, F_P, NFIELDS };
 
-/* GROUP's group size: cfg's, or the default for P ranks */
-static int group_size_of(const pcoll_partial_config_t *cfg, int P)
-{
-    if (cfg->kind != PCOLL_PARTIAL_GROUP) return 0;
-    return cfg->group_size > 0 ? cfg->group_size : pc_rot_default_size(P);
-}
-
 /* The checks a rank can make alone; *bad: the field at fault. */
 static int check_args(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pcoll_partial_config_t *cfg,
                       pcoll_partial_t **out, const char *fn, int *bad)
@@ -281,12 +274,7 @@ static int new_object(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     p->esize = pcoll_dtype_size(dtype);
     p->bytes = (count + PC_TRAILER) * p->esize;
     p->cfg = *cfg;
-    p->policy = (pc_policy_t){.kind = cfg->kind,
-                              .P = ctx->size,
-                              .quorum = cfg->quorum,
-                              .group_size = group_size_of(cfg, ctx->size),
-                              .sync_every = cfg->sync_every,
-                              .seed = cfg->seed};
+    p->policy = pc_policy_of(cfg, ctx->size);
     p->observer = cfg->observer;
     p->observer_arg = cfg->observer_arg;
     p->bitmap_bytes = ((size_t)p->P + 7) / 8;
@@ -356,7 +344,7 @@ int pcoll_partial_create(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const 
         {"dtype", (int64_t)dtype, 1, dtype_text},
         {"cfg->kind", (int64_t)c->kind, 1, kind_text},
         {"cfg->quorum", c->kind == PCOLL_PARTIAL_QUORUM ? c->quorum : 0, 1, NULL},
-        {"cfg->group_size", group_size_of(c, ctx->size), 1, NULL},
+        {"cfg->group_size", pc_policy_of(c, ctx->size).group_size, 1, NULL},
         {"cfg->mode", (int64_t)c->mode, 1, mode_text},
         {"cfg->sync_every", c->sync_every, 1, NULL},
         {"cfg->seed", (int64_t)c->seed, c->kind == PCOLL_PARTIAL_MAJORITY, NULL},

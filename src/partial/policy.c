@@ -250,3 +250,15 @@ void pc_leader_missing(const pc_leader_t *l, int type, uint64_t round, pc_elsewh
         if (miss) missing[r / 8] |= (unsigned char)(1u << (r % 8));
     }
 }
+
+pc_policy_t pc_policy_of(const pcoll_partial_config_t *cfg, int P)
+{
+    int group_size = 0;
+    if (cfg->kind == PCOLL_PARTIAL_GROUP) group_size = cfg->group_size > 0 ? cfg->group_size : pc_rot_default_size(P);
+    return (pc_policy_t){.kind = cfg->kind,
+                         .P = P,
+                         .quorum = cfg->quorum,
+                         .group_size = group_size,
+                         .sync_every = cfg->sync_every,
+                         .seed = cfg->seed};
+}

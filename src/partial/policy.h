@@ -49,6 +49,10 @@ typedef struct pc_policy {
     uint64_t seed;
 } pc_policy_t;
 
+/* The rules of an object of P ranks with this configuration (GROUP's size:
+ * cfg's, or pc_rot_default_size(P)): the real objects' and the simulator's. */
+pc_policy_t pc_policy_of(const pcoll_partial_config_t *cfg, int P);
+
 /* initiator(r) of MAJORITY: position r mod P of a permutation of the ranks
  * drawn for block r / P from the seed.  scratch: P ints. */
 int pc_policy_initiator(const pc_policy_t *pol, uint64_t round, int *scratch);
