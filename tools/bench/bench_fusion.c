@@ -46,7 +46,8 @@ static const char *help =
     "  --json             one JSON object per strategy: bench, strategy, ranks,\n"
     "                     layers, buckets, predicted_iter_us, compute_us, comm_us,\n"
     "                     exposed_us, speedup_vs_wfbp, speedup_vs_single, model_a_us,\n"
-    "                     model_b_us, cost; with --measure: measured_iter_us,\n"
+    "                     model_b_us, cost, bucket_first_layer (each bucket's first layer,\n"
+    "                     in forward order); with --measure: measured_iter_us,\n"
     "                     measured_over_predicted, measured_speedup_vs_wfbp,\n"
     "                     measured_speedup_vs_single\n";
 
@@ -284,6 +285,9 @@ static void json_row(const opts_t *o, int size, int L, const char *nm, const pco
     tool_json_num(&j, "model_a_us", r->model->a_us);
     tool_json_num(&j, "model_b_us", r->model->b_us);
     tool_json_str(&j, "cost", r->cost);
+    double first[pl->nbuckets > 0 ? pl->nbuckets : 1];
+    for (int b = 0; b < pl->nbuckets; b++) first[b] = pl->first[b];
+    tool_json_nums(&j, "bucket_first_layer", first, (size_t)pl->nbuckets);
     if (o->measure) {
         tool_json_num(&j, "measured_iter_us", meas);
         tool_json_num(&j, "measured_over_predicted", meas / pl->iter_us);
