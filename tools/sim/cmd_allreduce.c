@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/allreduce.h"
 #include "sim.h"
 #include "tool.h"
 
@@ -36,79 +35,109 @@ static const char *help =
     "                  pcoll_of_limit, mpi_of_limit, impi_of_limit, reps,\n"
     "                  verified (\"no\": nothing is computed); then one line\n"
     "                  {\"bench\": \"sim\", ...}: wall time, memory, messages, model\n"
-    "  --iters N, --warmup N, --no-verify   accepted for pcoll-bench's command\n"
-    "                  lines; the simulation is deterministic (one repetition)\n";
+    "  --iters N       repetitions per size (default: pcoll-bench's rule on the\n"
+    "                  cluster platform, whose tbf buckets drain over repetitions;\n"
+    "                  elsewhere 1: the simulation is deterministic)\n"
+    "  --max-iters N   at most N repetitions per size (a cap on that rule)\n"
+    "  --warmup N      untimed calls before each block of a variant (default 3)\n"
+    "  --no-verify     accepted for pcoll-bench's command lines (no data here)\n";
 
 enum { V_PCOLL, V_MPI, NV };
+enum { BLOCKS = 5, MAX_REPS = 200 };
+#define SETTLE_S 2e-3
 
 static struct {
     size_t min_bytes, max_bytes;
     pcoll_allreduce_algo_t algo;
     int group; /* members 0..group-1 */
     int nsizes;
-    double *t; /* [size][variant][rank] */
+    int iters, warmup; /* 0 iters: reps_of's rule */
+    int max_iters;     /* a cap on the rule (0: none) */
+    double *t; /* [size][variant][rep][rank] */
 } A;
 
-static pcoll_allreduce_algo_t mpi_rule(size_t bytes, int n)
+/* pcoll_allreduce of all ranks takes the node-shared path where the real
+ * one does (calls.c); group calls and forced algorithms the schedule */
+static int takes_shm(size_t bytes) { return A.group == sim.P && sim_pcoll_takes_shm(A.algo, bytes); }
+
+static int reps_of(size_t bytes)
 {
-    if (bytes < 10000 || n <= 2) return PCOLL_ALGO_RECDBL;
-    return (n & (n - 1)) == 0 ? PCOLL_ALGO_RABENSEIFNER : PCOLL_ALGO_RING;
+    if (A.iters) return A.iters;
+    /* pcoll-bench's rule on the cluster, whose tbf buckets make a size's
+     * time depend on the repetitions before it; elsewhere one is exact */
+    if (sim.model.burst_bytes <= 0) return 1;
+    double n = 2e8 / ((double)bytes + 1e5);
+    int reps = n > 200 ? 200 : n < BLOCKS * 2 ? BLOCKS * 2 : (int)n;
+    return A.max_iters && reps > A.max_iters ? A.max_iters : reps;
 }
 
-static pcoll_allreduce_algo_t pcoll_rule(size_t bytes, int n)
+static double *t_at(int k, int v, int rep, int rank)
 {
-    /* the context's defaults: PCOLL_DIRECT_BYTES 32768, PCOLL_SMALL_BYTES 8192 */
-    return pc_allreduce_choose(PC_USE_CALL, A.algo, PCOLL_ALGO_AUTO, 32768, 8192, bytes, n);
+    return &A.t[(((size_t)k * NV + (size_t)v) * MAX_REPS + (size_t)rep) * (size_t)sim.P + (size_t)rank];
 }
 
-static void sched_finished(pc_sched_t *s, int status, void *arg)
+static void one_call(sim_rank_t *r, int v, size_t bytes, pc_sched_t *s, int channel)
 {
-    (void)s;
-    if (status != PCOLL_SUCCESS) {
-        fprintf(stderr, "pcoll-sim: a schedule failed: %s\n", pcoll_strerror(status));
-        exit(1);
-    }
-    sim_call_done(arg);
+    if (r->rank >= A.group) return;
+    if (v == V_PCOLL && takes_shm(bytes)) sim_pcoll_shm_run(r, bytes, channel);
+    else sim_allreduce_run(r, s);
 }
 
-static void start_on_progress(sim_rank_t *r, void *arg)
-{
-    if (sim_sched_start(r, arg) != PCOLL_SUCCESS) {
-        fprintf(stderr, "pcoll-sim: rank %d: a schedule did not start\n", r->rank);
-        exit(1);
-    }
-}
-
+/* pcoll-bench's procedure: blocks of repetitions, the variants taking turns
+ * block by block, each block after a settle pause and warm-up calls, each
+ * repetition after a barrier */
 static void app(sim_rank_t *r)
 {
-    int n = A.group, member = r->rank < n;
-    int k = 0;
+    int n = A.group, k = 0;
     for (size_t bytes = A.min_bytes; bytes <= A.max_bytes; bytes *= 2, k++) {
-        for (int v = 0; v < NV; v++) {
-            pc_sched_t *s = NULL;
-            if (member) {
-                pcoll_allreduce_algo_t algo = v == V_PCOLL ? pcoll_rule(bytes, n) : mpi_rule(bytes, n);
-                pc_allreduce_spec_t sp = {n, r->rank, bytes / 4, PCOLL_FLOAT32, PCOLL_SUM, 0, 0, 0, 1};
-                if (pc_allreduce_build(&sp, algo, &s) != PCOLL_SUCCESS) {
-                    fprintf(stderr, "pcoll-sim: rank %d: building the %zu-byte schedule failed\n", r->rank, bytes);
-                    exit(1);
+        pc_sched_t *s[NV] = {NULL};
+        for (int v = 0; v < NV; v++)
+            if (r->rank < n && !(v == V_PCOLL && takes_shm(bytes)))
+                s[v] = sim_allreduce_sched(r, bytes,
+                                           v == V_PCOLL ? sim_pcoll_rule(A.algo, bytes, n) : sim_mpi_rule(bytes, n), n,
+                                           r->rank, NULL, k * NV + v);
+        int reps = reps_of(bytes), blocks = reps < BLOCKS ? 1 : BLOCKS;
+        for (int b = 0; b < blocks; b++)
+            for (int i = 0; i < NV; i++) {
+                int v = (i + b) % NV;
+                sim_mpi_barrier(r);
+                sg_actor_sleep_for(SETTLE_S);
+                for (int w = 0; w < A.warmup; w++) one_call(r, v, bytes, s[v], k * NV + v);
+                for (int rep = b * reps / blocks; rep < (b + 1) * reps / blocks; rep++) {
+                    sim_mpi_barrier(r);
+                    double t0 = sim_now();
+                    one_call(r, v, bytes, s[v], k * NV + v);
+                    *t_at(k, v, rep, r->rank) = sim_now() - t0;
                 }
-                sim_sched_prepare(r, s, NULL, k * NV + v);
-                pc_sched_on_done(s, sched_finished, r);
             }
-            /* one untimed call first, as pcoll-bench's warm-up: the
-             * receivers' mailboxes are then known (eager) */
-            sim_barrier();
-            if (member) sim_call(r, start_on_progress, s);
-            sim_barrier();
-            double t0 = sim_now();
-            if (member) sim_call(r, start_on_progress, s);
-            A.t[((size_t)k * NV + (size_t)v) * (size_t)sim.P + (size_t)r->rank] = sim_now() - t0;
-            sim_barrier();
-            if (s) pc_sched_free(s);
-        }
+        for (int v = 0; v < NV; v++)
+            if (s[v]) pc_sched_free(s[v]);
         if (bytes > SIZE_MAX / 2) break;
     }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* the median over repetitions of the slowest (or fastest, or mean) rank */
+static double summary(int k, int v, int reps, int how)
+{
+    double per[MAX_REPS];
+    for (int rep = 0; rep < reps; rep++) {
+        double x = how == 1 ? 1e300 : 0;
+        for (int i = 0; i < A.group; i++) {
+            double t = *t_at(k, v, rep, i) * 1e6;
+            if (how == 0 && t > x) x = t;
+            if (how == 1 && t < x) x = t;
+            if (how == 2) x += t / A.group;
+        }
+        per[rep] = x;
+    }
+    qsort(per, (size_t)reps, sizeof per[0], cmp_double);
+    return reps % 2 ? per[reps / 2] : (per[reps / 2 - 1] + per[reps / 2]) / 2;
 }
 
 int sim_cmd_allreduce(int argc, char **argv)
@@ -119,6 +148,7 @@ int sim_cmd_allreduce(int argc, char **argv)
     A.min_bytes = 8;
     A.max_bytes = (size_t)64 << 20;
     A.algo = PCOLL_ALGO_AUTO;
+    A.warmup = 3;
     int json = 0;
     static struct option opts[] = {{"min-bytes", required_argument, 0, 'm'},
                                    {"max-bytes", required_argument, 0, 'M'},
@@ -130,6 +160,7 @@ int sim_cmd_allreduce(int argc, char **argv)
                                    {"group", required_argument, 0, 'g'},
                                    {"plan", no_argument, 0, 'p'},
                                    {"tune", required_argument, 0, 't'},
+                                   {"max-iters", required_argument, 0, 'x'},
                                    {"help", no_argument, 0, 'h'},
                                    SIM_COMMON_OPTS,
                                    {0, 0, 0, 0}};
@@ -140,8 +171,9 @@ int sim_cmd_allreduce(int argc, char **argv)
         switch (c) {
         case 'm': A.min_bytes = tool_flag_bytes(prog, "--min-bytes", optarg); break;
         case 'M': A.max_bytes = tool_flag_bytes(prog, "--max-bytes", optarg); break;
-        case 'i': tool_flag_long(prog, "--iters", optarg, 1, 1000000); break;
-        case 'w': tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
+        case 'i': A.iters = (int)tool_flag_long(prog, "--iters", optarg, 1, MAX_REPS); break;
+        case 'x': A.max_iters = (int)tool_flag_long(prog, "--max-iters", optarg, 1, MAX_REPS); break;
+        case 'w': A.warmup = (int)tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
         case 'a':
             if (!strcmp(optarg, "auto")) A.algo = PCOLL_ALGO_AUTO;
             else if (!strcmp(optarg, "recdbl")) A.algo = PCOLL_ALGO_RECDBL;
@@ -169,7 +201,7 @@ int sim_cmd_allreduce(int argc, char **argv)
         A.nsizes++;
         if (b > SIZE_MAX / 2) break;
     }
-    A.t = calloc((size_t)A.nsizes * NV * (size_t)m.ranks, sizeof(double));
+    A.t = calloc((size_t)A.nsizes * NV * MAX_REPS * (size_t)m.ranks, sizeof(double));
     if (!A.t) tool_usage_error(prog, "out of memory for %d ranks", m.ranks);
     if (sim_setup(&argc, argv, &m) != 0) return 1;
     sim_run(app);
@@ -185,21 +217,13 @@ int sim_cmd_allreduce(int argc, char **argv)
     }
     int k = 0;
     for (size_t bytes = A.min_bytes; bytes <= A.max_bytes; bytes *= 2, k++) {
-        double slow[NV], sum = 0, fast = 1e300;
-        for (int v = 0; v < NV; v++) {
-            slow[v] = 0;
-            for (int i = 0; i < n; i++) {
-                double t = A.t[((size_t)k * NV + (size_t)v) * (size_t)m.ranks + (size_t)i] * 1e6;
-                if (t > slow[v]) slow[v] = t;
-                if (v == V_PCOLL) {
-                    sum += t;
-                    if (t < fast) fast = t;
-                }
-            }
-        }
+        int reps = reps_of(bytes);
+        double slow[NV];
+        for (int v = 0; v < NV; v++) slow[v] = summary(k, v, reps, 0);
+        double fast = summary(k, V_PCOLL, reps, 1), mean = summary(k, V_PCOLL, reps, 2);
         size_t rb = bytes / 4 * 4;
         double limit = 2.0 * (nodes - 1) / nodes * (double)rb * 8 / m.link_bps * 1e6;
-        const char *aname = pcoll_allreduce_algo_name(pcoll_rule(rb, n));
+        const char *aname = takes_shm(rb) ? "shm" : pcoll_allreduce_algo_name(sim_pcoll_rule(A.algo, rb, n));
         if (json) {
             tool_json_t j;
             tool_json_begin(&j);
@@ -213,7 +237,7 @@ int sim_cmd_allreduce(int argc, char **argv)
             tool_json_num(&j, "impi_us", slow[V_MPI]);
             tool_json_num(&j, "ratio", slow[V_PCOLL] / slow[V_MPI]);
             tool_json_num(&j, "pcoll_min_us", fast);
-            tool_json_num(&j, "pcoll_avg_us", sum / n);
+            tool_json_num(&j, "pcoll_avg_us", mean);
             if (A.group == m.ranks) {
                 tool_json_int(&j, "nodes", nodes);
                 tool_json_num(&j, "link_limit_us", limit);
@@ -221,7 +245,7 @@ int sim_cmd_allreduce(int argc, char **argv)
                 tool_json_num(&j, "mpi_of_limit", limit / slow[V_MPI]);
                 tool_json_num(&j, "impi_of_limit", limit / slow[V_MPI]);
             }
-            tool_json_int(&j, "reps", 1);
+            tool_json_int(&j, "reps", reps);
             tool_json_str(&j, "verified", "no");
             tool_json_str(&j, "platform", sim_platform_name(m.platform));
             tool_json_int(&j, "ranks_per_node", m.ranks_per_node);

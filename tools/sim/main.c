@@ -36,7 +36,12 @@ int main(int argc, char **argv)
     argc--;
     argv++;
     if (!strcmp(cmd, "allreduce")) return sim_cmd_allreduce(argc, argv);
-    /* COMMANDS */
+    if (!strcmp(cmd, "skew")) return sim_cmd_skew(argc, argv, 0);
+    if (!strcmp(cmd, "group")) return sim_cmd_skew(argc, argv, 1);
+    if (!strcmp(cmd, "preduce")) return sim_cmd_preduce(argc, argv);
+    if (!strcmp(cmd, "fusion")) return sim_cmd_fusion(argc, argv);
+    if (!strcmp(cmd, "train")) return sim_cmd_train(argc, argv);
+    if (!strcmp(cmd, "calibrate")) return sim_cmd_calibrate(argc, argv);
     fprintf(stderr, "pcoll-sim: unknown command \"%s\"\n\n%s", cmd, usage);
     return 2;
 }

@@ -32,7 +32,16 @@ const char *sim_common_help =
     "  --bw-factor F      share of the link rate one stream reaches (0-1]\n"
     "  --reduce-rate R    bytes per second of a reduction step: 4G, 800M, ...\n"
     "  --wake L           a call's doorbell to its progress thread\n"
-    "  --shm-rate R       bytes per second between ranks of one node\n";
+    "  --shm-rate R       bytes per second between ranks of one node\n"
+    "  --burst B          the emulated cluster's tbf bucket per link direction\n"
+    "                     (default: scripts/cluster.sh's, 4 ms of the rate, at\n"
+    "                     least 32K; 0 on switch and fattree)\n"
+    "  --loss-factor F    bytes that reach a full tbf queue (beyond 50 ms of the\n"
+    "                     rate) are sent 1 + F times (TCP's resends; default\n"
+    "                     calibrated)\n"
+    "  --cores N          CPUs: per node on switch and fattree (default 2 per rank),\n"
+    "                     of the one machine every node runs on for cluster\n"
+    "                     (default 2: the machine the measurements came from)\n";
 
 const char *sim_platform_name(sim_platform_kind_t k)
 {
@@ -55,6 +64,8 @@ void sim_model_defaults(sim_model_t *m, sim_platform_kind_t kind)
     m->shm_Bps = 4e9;
     m->shm_lat_s = 1e-6;
     m->rendezvous_bytes = 0;
+    m->burst_bytes = -1; /* the cluster's, from the rate (sim_model_finish) */
+    m->loss_factor = 0.3;
 }
 
 /* "5us", "0.1ms", "2s", "30ns": seconds; -1 if not a duration */
@@ -110,8 +121,25 @@ int sim_common_flag(const char *prog, sim_model_t *m, int opt, const char *arg)
     case 1008: m->reduce_Bps = (double)tool_flag_bytes(prog, "--reduce-rate", arg); return 1;
     case 1009: m->wake_s = flag_duration(prog, "--wake", arg); return 1;
     case 1010: m->shm_Bps = (double)tool_flag_bytes(prog, "--shm-rate", arg); return 1;
+    case 1011: m->burst_bytes = (double)tool_flag_bytes(prog, "--burst", arg); return 1;
+    case 1012: m->loss_factor = tool_flag_double(prog, "--loss-factor", arg, 0, 100); return 1;
+    case 1013: m->cores = (int)tool_flag_long(prog, "--cores", arg, 1, 1 << 20); return 1;
     default: return 0;
     }
+}
+
+/* scripts/cluster.sh's tbf bucket: 4 ms of the rate, at least 32 KiB */
+double sim_cluster_burst(double link_bps)
+{
+    double b = link_bps / 8 * 0.004;
+    return b < 32768 ? 32768 : b;
+}
+
+void sim_model_finish(sim_model_t *m)
+{
+    if (m->cores <= 0) m->cores = m->platform == SIM_CLUSTER ? 2 : 2 * m->ranks_per_node;
+    if (m->platform == SIM_CLUSTER && m->burst_bytes < 0) m->burst_bytes = sim_cluster_burst(m->link_bps);
+    if (m->burst_bytes < 0) m->burst_bytes = 0;
 }
 
 void sim_model_check(const char *prog, const sim_model_t *m)
@@ -161,6 +189,7 @@ int sim_model_load(sim_model_t *m, const char *path, char *err, size_t errlen)
         {"shm_bytes_per_s", offsetof(sim_model_t, shm_Bps), 1},
         {"shm_latency_us", offsetof(sim_model_t, shm_lat_s), 1e-6},
         {"rendezvous_bytes", offsetof(sim_model_t, rendezvous_bytes), 1},
+        {"loss_factor", offsetof(sim_model_t, loss_factor), 1},
     };
     int found = 0;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -187,7 +216,7 @@ void sim_model_print(const sim_model_t *m, FILE *out)
     fprintf(out,
             "\"msg_cost_us\": %.4g, \"wake_us\": %.4g, \"link_latency_us\": %.4g, \"bw_factor\": %.4g, "
             "\"reduce_bytes_per_s\": %.4g, \"shm_bytes_per_s\": %.4g, \"shm_latency_us\": %.4g, "
-            "\"rendezvous_bytes\": %.0f",
+            "\"rendezvous_bytes\": %.0f, \"loss_factor\": %.4g, \"burst_bytes\": %.0f",
             m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->reduce_Bps, m->shm_Bps,
-            m->shm_lat_s * 1e6, m->rendezvous_bytes);
+            m->shm_lat_s * 1e6, m->rendezvous_bytes, m->loss_factor, m->burst_bytes);
 }

@@ -37,18 +37,23 @@ int sim_platform_write(const char *path, const sim_model_t *m)
     double bw = m->link_bps / 8 * m->bw_factor; /* bytes per second */
     fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
+    /* the emulated cluster's nodes all run on one machine: its cores are
+     * the CPU every rank's work shares (no links: it only computes) */
+    if (m->platform == SIM_CLUSTER)
+        fprintf(f, "  <zone id=\"cpu\" routing=\"None\"><host id=\"machine\" speed=\"1Gf\" core=\"%d\"/></zone>\n",
+                m->cores);
     fprintf(f,
             "  <cluster id=\"nodes\" prefix=\"node-\" suffix=\"\" radical=\"0-%d\" speed=\"1Gf\" bw=\"%.6gBps\" "
-            "lat=\"%.6gs\" sharing_policy=\"SPLITDUPLEX\" loopback_bw=\"%.6gBps\" loopback_lat=\"%.6gs\"",
-            nodes - 1, bw, m->link_lat_s, m->shm_Bps, m->shm_lat_s);
+            "lat=\"%.6gs\" sharing_policy=\"SPLITDUPLEX\" loopback_bw=\"%.6gBps\" loopback_lat=\"%.6gs\" core=\"%d\"",
+            nodes - 1, bw, m->link_lat_s, m->shm_Bps, m->shm_lat_s, m->platform == SIM_CLUSTER ? 1 : m->cores);
     if (m->platform == SIM_FATTREE && nodes >= 4) {
         int a, b;
         fattree_shape(nodes, &a, &b);
         fprintf(f, " topology=\"FAT_TREE\" topo_parameters=\"2;%d,%d;1,%d;1,1\"", a, b, a);
-    } else {
-        /* an ideal switch: the backbone never limits */
-        fprintf(f, " bb_bw=\"%.6gBps\" bb_lat=\"0s\" bb_sharing_policy=\"FATPIPE\"", bw * nodes * 4);
     }
+    /* else no backbone: a crossbar, where two nodes meet only their own
+     * links (an ideal switch; no shared constraint, so SimGrid's solver
+     * stays small) */
     fprintf(f, "/>\n</zone>\n</platform>\n");
     if (fclose(f) != 0) {
         fprintf(stderr, "pcoll-sim: cannot write the platform file %s\n", path);

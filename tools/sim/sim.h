@@ -46,6 +46,10 @@ typedef struct sim_model {
     double shm_lat_s;
     double rendezvous_bytes; /* messages above it wait for their receive (MPI's
                                 eager limit); 0: every message eager */
+    double burst_bytes; /* the cluster's tbf buckets (world.c); 0: none */
+    double loss_factor; /* bytes beyond a full tbf queue are sent 1 + this times */
+    int cores;          /* CPUs per node; on the cluster platform, of the one
+                           machine every node runs on */
 } sim_model_t;
 
 /* Defaults for a platform (the emulated cluster's calibrated factors for
@@ -70,9 +74,13 @@ extern const char *sim_common_help;
         {"latency", required_argument, 0, 1004}, {"model", required_argument, 0, 1005},                               \
         {"msg-cost", required_argument, 0, 1006}, {"bw-factor", required_argument, 0, 1007},                          \
         {"reduce-rate", required_argument, 0, 1008}, {"wake", required_argument, 0, 1009},                           \
-    {                                                                                                                 \
-        "shm-rate", required_argument, 0, 1010                                                                        \
-    }
+        {"shm-rate", required_argument, 0, 1010}, {"burst", required_argument, 0, 1011},                             \
+        {"loss-factor", required_argument, 0, 1012}, {"cores", required_argument, 0, 1013}
+/* The cluster's tbf bucket for a link rate (scripts/cluster.sh's rule). */
+double sim_cluster_burst(double link_bps);
+/* Fills what depends on other factors (the cluster's burst from its rate);
+ * sim_setup calls it. */
+void sim_model_finish(sim_model_t *m);
 /* Checks the model after the flags (ranks divisible by K, ...); exits 2 with
  * a message naming the flag. */
 void sim_model_check(const char *prog, const sim_model_t *m);
@@ -95,9 +103,10 @@ typedef struct sim_pending {
 struct sim_rank {
     int rank, node;
     sg_host_t host;
+    sg_host_t cpu; /* where its CPU time runs (sim_charge) */
     sg_actor_t app, progress;
     /* the progress actor's state */
-    sim_pending_t *pend;
+    sim_pending_t **pend;
     sg_comm_t *comms;
     int npend, cappend;
     struct sim_local {
@@ -114,6 +123,7 @@ struct sim_rank {
     pc_issuer_t issuer;
     sg_sem_t app_sem; /* the app waits for its calls here */
     double busy_s;    /* progress actor's charged CPU time */
+    void *barrier_payload;
     void *cmd;        /* the command's per-rank state */
 };
 
@@ -137,6 +147,10 @@ double sim_run(void (*app_main)(sim_rank_t *r));
 void sim_teardown(void);
 /* Every app actor waits here for the others (no simulated time). */
 void sim_barrier(void);
+/* From the app actor: the benchmarks' MPI_Barrier between repetitions: on
+ * the cluster platform as messages (they take time, during which the tbf
+ * buckets refill, and use the links), elsewhere sim_barrier. */
+void sim_mpi_barrier(sim_rank_t *r);
 
 /* Simulated time now, seconds. */
 static inline double sim_now(void) { return simgrid_get_clock(); }
@@ -149,7 +163,7 @@ void sim_call_done(sim_rank_t *r);
 /* From the app actor: only queues fn (the progress actor runs it), no wait. */
 void sim_post(sim_rank_t *r, sim_fn fn, void *arg);
 
-/* Message channels: a channel id (< 2^20) keeps one object's messages apart
+/* Message channels: a channel id keeps one object's messages apart
  * from another's.  Schedules: binds the group map and the channel, and makes
  * the schedule's receives eager (model.rendezvous_bytes) before its first run. */
 void sim_sched_prepare(sim_rank_t *r, pc_sched_t *s, const int *group_ranks, int channel);
@@ -161,8 +175,33 @@ int sim_sched_start(sim_rank_t *r, pc_sched_t *s);
  * rank: one posted receive per channel and tag, re-posted by the caller. */
 void sim_ctl_send(sim_rank_t *r, int dst, int channel, int tag, void *payload, long bytes);
 void sim_ctl_recv(sim_rank_t *r, int channel, int tag, void (*done)(sim_rank_t *r, sim_pending_t *p), void *arg);
-/* Charges CPU time on the progress actor (it sleeps). */
+/* Charges CPU time to the calling actor (progress or app): an execution on
+ * the rank's CPU, shared with the other ranks there. */
 void sim_charge(sim_rank_t *r, double seconds);
+#define SIM_FLOPS 1e9 /* the platform's CPU speed: 1 s of CPU = 1e9 flops */
+
+/* ---- blocking allreduces (calls.c) ---- */
+#include "algo/allreduce.h"
+/* Open MPI 4.1's allreduce rule as pcoll schedules (a stand-in for
+ * MPI_Allreduce): recursive doubling below 10000 bytes, then Rabenseifner
+ * for a power of two, ring otherwise. */
+pcoll_allreduce_algo_t sim_mpi_rule(size_t bytes, int n);
+/* pcoll_allreduce's message algorithm with the context's defaults. */
+pcoll_allreduce_algo_t sim_pcoll_rule(pcoll_allreduce_algo_t forced, size_t bytes, int n);
+/* The schedule without data of an allreduce of `bytes` (float32) over n
+ * members, this rank the idx-th (ranks: index -> rank, NULL for 0..n-1),
+ * prepared on `channel`. */
+pc_sched_t *sim_allreduce_sched(sim_rank_t *r, size_t bytes, pcoll_allreduce_algo_t algo, int n, int idx,
+                                const int *ranks, int channel);
+/* From the app actor: runs s on the progress actor and waits for it. */
+void sim_allreduce_run(sim_rank_t *r, pc_sched_t *s);
+/* 1 if a blocking pcoll_allreduce of every rank takes the node-shared path
+ * (core/shm_allreduce.h) on the simulated platform: any size with several
+ * ranks per node, above 8 KiB with one. */
+int sim_pcoll_takes_shm(pcoll_allreduce_algo_t forced, size_t bytes);
+/* From the app actor: that path (calls.c), its parts across nodes on
+ * channels channel * 16 + 0..7. */
+void sim_pcoll_shm_run(sim_rank_t *r, size_t bytes, int channel);
 
 /* ---- output ---- */
 /* Peak resident memory of this process, MiB. */

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <simgrid/barrier.h>
+#include <simgrid/exec.h>
 #include <xbt/config.h>
 
 #include "sim.h"
@@ -75,30 +76,86 @@ static void make_eager(sg_mailbox_t box, long bytes)
     sg_mailbox_set_receiver(sg_mailbox_get_name(box));
 }
 
+/* ---- the emulated cluster's token buckets ----
+ *
+ * scripts/cluster.sh limits each direction of a node's link with tc's tbf:
+ * a bucket of model.burst_bytes fills at the link rate, and a packet that
+ * finds tokens leaves at once (the veth's own speed).  The bytes of a
+ * message covered by tokens at both its node's uplink and the receiver's
+ * downlink are taken off its simulated size; the rest goes through
+ * SimGrid's rate-limited links, and while the links are busy with it the
+ * buckets do not fill (tbf's tokens are spent by the backlog).
+ */
+typedef struct bucket {
+    double tokens, last, busy_until;
+} bucket_t;
+static bucket_t *up, *down; /* by node */
+
+static double bucket_level(bucket_t *b, double now, double rate)
+{
+    double from = b->last > b->busy_until ? b->last : b->busy_until;
+    if (now > from) b->tokens += (now - from) * rate;
+    if (b->tokens > sim.model.burst_bytes) b->tokens = sim.model.burst_bytes;
+    b->last = now;
+    return b->tokens;
+}
+
+static long shaped_bytes(int src_rank, int dst_rank, long bytes)
+{
+    const sim_model_t *m = &sim.model;
+    int a = sim.ranks[src_rank].node, b = sim.ranks[dst_rank].node;
+    if (m->burst_bytes <= 0 || a == b || !up) return bytes;
+    double now = simgrid_get_clock(), rate = m->link_bps / 8;
+    double credit = bucket_level(&up[a], now, rate), d = bucket_level(&down[b], now, rate);
+    if (d < credit) credit = d;
+    double use = (double)bytes < credit ? (double)bytes : credit;
+    up[a].tokens -= use;
+    down[b].tokens -= use;
+    double rest = (double)bytes - use;
+    /* tbf drops what arrives while its queue holds more than its limit
+     * (50 ms of the rate, as scripts/cluster.sh sets it, plus the bucket);
+     * TCP sends the dropped bytes again: those count loss_factor more */
+    double backlog = up[a].busy_until > now ? (up[a].busy_until - now) * rate * m->bw_factor : 0;
+    double over = backlog + rest - (0.05 * rate + m->burst_bytes);
+    if (over > 0) rest += (over < rest ? over : rest) * m->loss_factor;
+    double wire = rest / (rate * m->bw_factor);
+    up[a].busy_until = (up[a].busy_until > now ? up[a].busy_until : now) + wire;
+    down[b].busy_until = (down[b].busy_until > now ? down[b].busy_until : now) + wire;
+    /* SimGrid skips the latency of an empty message: keep a byte */
+    return rest < 1 ? 1 : (long)rest;
+}
+
 /* ---- the progress actor ---- */
 
+/* Entries are allocated one by one: a receive writes its payload pointer
+ * into its entry, which must not move while the receive is pending. */
 static sim_pending_t *add_pending(sim_rank_t *r, sg_comm_t c, void (*done)(sim_rank_t *, sim_pending_t *))
 {
     if (r->npend == r->cappend) {
-        int cap = r->cappend;
         r->pend = grow(r->pend, &r->cappend, sizeof *r->pend);
         r->comms = realloc(r->comms, (size_t)r->cappend * sizeof *r->comms);
         if (!r->comms) die("out of memory");
-        (void)cap;
     }
-    sim_pending_t *p = &r->pend[r->npend];
-    memset(p, 0, sizeof *p);
+    sim_pending_t *p = calloc(1, sizeof *p);
+    if (!p) die("out of memory");
     p->comm = c;
     p->done = done;
+    r->pend[r->npend] = p;
     r->comms[r->npend++] = c;
     return p;
 }
 
+/* CPU time is an execution on the CPU the rank's processes share: its
+ * node's cores, or on the emulated cluster the one machine's that every
+ * node runs on (platform.c): with more busy actors than cores, each takes
+ * longer, as the oversubscribed processes do. */
 void sim_charge(sim_rank_t *r, double seconds)
 {
     if (seconds <= 0) return;
     r->busy_s += seconds;
-    sg_actor_sleep_for(seconds);
+    sg_exec_t e = sg_actor_exec_init(seconds * SIM_FLOPS);
+    sg_exec_set_host(e, r->cpu);
+    sg_exec_wait(e);
 }
 
 static void bell_rang(sim_rank_t *r, sim_pending_t *p);
@@ -119,11 +176,12 @@ static void bell_rang(sim_rank_t *r, sim_pending_t *p)
 
 static void run_pending(sim_rank_t *r, ssize_t i)
 {
-    sim_pending_t p = r->pend[i];
+    sim_pending_t *p = r->pend[i];
     r->pend[i] = r->pend[r->npend - 1];
     r->comms[i] = r->comms[r->npend - 1];
     r->npend--;
-    p.done(r, &p);
+    p->done(r, p);
+    free(p);
 }
 
 static void progress_main(int argc, char **argv)
@@ -173,7 +231,8 @@ static int issue_post(void *self, pc_sched_t *s, int step)
     sim_pending_t *p;
     if (kind == PC_STEP_SEND) {
         sim_charge(r, sim.model.msg_cost_s);
-        sg_comm_t c = sg_mailbox_put_async(sched_box(channel_of(s, step), peer, r->rank, tag), &no_payload, bytes);
+        sg_comm_t c = sg_mailbox_put_async(sched_box(channel_of(s, step), peer, r->rank, tag), &no_payload,
+                                           shaped_bytes(r->rank, peer, bytes));
         p = add_pending(r, c, sched_msg_done);
         sim.messages++;
         sim.bytes_sent += bytes;
@@ -229,7 +288,8 @@ int sim_sched_start(sim_rank_t *r, pc_sched_t *s) { return pc_sched_start(s, &r-
 void sim_ctl_send(sim_rank_t *r, int dst, int channel, int tag, void *payload, long bytes)
 {
     sim_charge(r, sim.model.msg_cost_s);
-    sg_comm_t c = sg_mailbox_put_init(ctl_box(channel, dst, tag), payload ? payload : &no_payload, bytes);
+    sg_comm_t c = sg_mailbox_put_init(ctl_box(channel, dst, tag), payload ? payload : &no_payload,
+                                      shaped_bytes(r->rank, dst, bytes));
     sg_comm_detach(c, NULL);
     sim.messages++;
     sim.bytes_sent += bytes;
@@ -271,7 +331,7 @@ void sim_post(sim_rank_t *r, sim_fn fn, void *arg)
     r->reqs[r->rtail++ % r->rcap] = (struct sim_req){fn, arg};
     if (!r->bell_pending) {
         r->bell_pending = 1;
-        sg_comm_detach(sg_mailbox_put_init(bell_box(r->rank), &no_payload, 0), NULL);
+        sg_comm_detach(sg_mailbox_put_init(bell_box(r->rank), &no_payload, 1), NULL);
     }
 }
 
@@ -290,6 +350,33 @@ static sg_bar_t app_barrier;
 
 void sim_barrier(void) { sg_barrier_wait(app_barrier); }
 
+/* MPI_Barrier's dissemination algorithm on the app actors, with messages:
+ * round k sends to rank + 2^k and receives from rank - 2^k (mod P). */
+void sim_mpi_barrier(sim_rank_t *r)
+{
+    int P = sim.P;
+    if (sim.model.burst_bytes <= 0) {
+        /* no tbf buckets to refill while it runs: where the ranks leave it
+         * a few microseconds apart does not matter, and an instant barrier
+         * saves most of a large simulation's messages */
+        sim_barrier();
+        return;
+    }
+    for (int k = 0, d = 1; d < P; k++, d *= 2) {
+        char name[48];
+        snprintf(name, sizeof name, "b.%d.%d", r->rank, k);
+        sg_mailbox_set_receiver(name);
+        sg_comm_t c = sg_mailbox_get_async(sg_mailbox_by_name(name), &r->barrier_payload);
+        snprintf(name, sizeof name, "b.%d.%d", (r->rank + d) % P, k);
+        sim_charge(r, sim.model.msg_cost_s);
+        sg_comm_detach(sg_mailbox_put_init(sg_mailbox_by_name(name), &no_payload,
+                                           shaped_bytes(r->rank, (r->rank + d) % P, 8)),
+                       NULL);
+        sg_comm_wait(c);
+        sim_charge(r, sim.model.msg_cost_s);
+    }
+}
+
 static void app_main(int argc, char **argv)
 {
     (void)argc;
@@ -301,12 +388,14 @@ static void app_main(int argc, char **argv)
 int sim_setup(int *argc, char **argv, const sim_model_t *m)
 {
     sim.model = *m;
+    sim_model_finish(&sim.model);
+    m = &sim.model;
     sim.P = m->ranks;
     /* the model's factors are ours (calibrate.c): SimGrid's network model
      * without its own latency and rate corrections or TCP window limit */
     char cfg_model[] = "--cfg=network/model:CM02";
     char cfg_cross[] = "--cfg=network/crosstraffic:0";
-    char cfg_log[] = "--log=root.thres:critical";
+    char cfg_log[] = "--log=root.thres:error";
     char cfg_stack[] = "--cfg=contexts/stack-size:128";
     int n = *argc;
     char **args = malloc(sizeof(char *) * (size_t)(n + 5));
@@ -327,7 +416,11 @@ int sim_setup(int *argc, char **argv, const sim_model_t *m)
     simgrid_load_platform(path);
     remove(path);
     sim.ranks = calloc((size_t)sim.P, sizeof *sim.ranks);
-    if (!sim.ranks) die("out of memory");
+    int nodes = sim.P / m->ranks_per_node;
+    up = calloc((size_t)nodes, sizeof *up);
+    down = calloc((size_t)nodes, sizeof *down);
+    if (!sim.ranks || !up || !down) die("out of memory");
+    for (int v = 0; v < nodes; v++) up[v].tokens = down[v].tokens = m->burst_bytes;
     for (int i = 0; i < sim.P; i++) {
         sim_rank_t *r = &sim.ranks[i];
         r->rank = i;
@@ -335,7 +428,8 @@ int sim_setup(int *argc, char **argv, const sim_model_t *m)
         char host[32];
         snprintf(host, sizeof host, "node-%d", r->node);
         r->host = sg_host_by_name(host);
-        if (!r->host) die("the platform lacks a node");
+        r->cpu = m->platform == SIM_CLUSTER ? sg_host_by_name("machine") : r->host;
+        if (!r->host || !r->cpu) die("the platform lacks a node");
         r->issuer.post = issue_post;
         r->issuer.local = issue_local;
         r->issuer.self = r;
@@ -374,6 +468,8 @@ void sim_teardown(void)
 {
     for (int i = 0; i < sim.P; i++) {
         sim_rank_t *r = &sim.ranks[i];
+        for (int k = 0; k < r->npend; k++) free(r->pend[k]);
+        if (r->app_sem) sg_sem_destroy(r->app_sem);
         free(r->pend);
         free(r->comms);
         free(r->localq);
@@ -381,6 +477,9 @@ void sim_teardown(void)
     }
     free(sim.ranks);
     sim.ranks = NULL;
+    free(up);
+    free(down);
+    up = down = NULL;
 }
 
 double sim_peak_rss_mib(void)

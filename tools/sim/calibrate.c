@@ -1,0 +1,476 @@
+/*
+ * pcoll-sim calibrate: fits the model's factors to pcoll-bench JSON measured
+ * on the emulated cluster (scripts/sim-measure.sh), and validates them on
+ * the points not used for fitting.
+ *
+ *   DIR/allreduce-NxK-RATE.json  DIR/skew-...  DIR/group-...
+ *        |  points: (platform shape, size[, mode]) -> measured microseconds
+ *        v
+ *   fit set: allreduce of the fewest and the most nodes at every rate,
+ *            sizes 8 x 4^i (8, 32, 128, ...)        (--fit-nodes changes it)
+ *   valid.:  every other point (the other node counts, the other sizes,
+ *            skew and group rounds)
+ *        |
+ *   Nelder-Mead on the factors' logarithms (msg cost, wake, link latency,
+ *   rate share, loss factor): each evaluation runs this program's own commands
+ *   (allreduce, skew, group) as child processes with the candidate factors,
+ *   and scores the mean squared log ratio over the fit set
+ *        v
+ *   --out FILE: the factors (sim_model_load reads them), every point's
+ *   measured, simulated and error; a table on stdout
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "sim.h"
+#include "tool.h"
+
+typedef struct point {
+    char bench[16], mode[24];
+    int nodes, rpn;
+    double rate_bps, bytes, measured_us, simulated_us;
+    int fit;
+} point_t;
+
+typedef struct config {
+    char bench[16];
+    int nodes, rpn;
+    double rate_bps;
+    char modes[128];
+    double min_bytes, max_bytes;
+} config_t;
+
+enum { MAX_POINTS = 4096, MAX_CONFIGS = 64, NPARAM = 5 };
+
+static point_t pts[MAX_POINTS];
+static int npts;
+static config_t cfgs[MAX_CONFIGS];
+static int ncfgs;
+static char self_exe[4096];
+
+/* ---- reading JSON lines (the flat objects pcoll-bench writes) ---- */
+
+static int json_num(const char *line, const char *key, double *out)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p) return 0;
+    *out = v;
+    return 1;
+}
+
+static int json_str(const char *line, const char *key, char *out, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    if (*p != '"') return 0;
+    p++;
+    size_t n = 0;
+    while (p[n] && p[n] != '"' && n + 1 < len) n++;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* "allreduce-4x1-100mbit.json" -> bench, nodes, rpn, rate */
+static int parse_name(const char *prog, const char *name, config_t *c)
+{
+    char rate[32];
+    if (sscanf(name, "%15[a-z]-%dx%d-%31[^.].json", c->bench, &c->nodes, &c->rpn, rate) != 4) return 0;
+    if (strcmp(c->bench, "allreduce") && strcmp(c->bench, "skew") && strcmp(c->bench, "group")) return 0;
+    c->rate_bps = tool_flag_rate(prog, "a measured file's rate", rate);
+    return c->nodes >= 1 && c->rpn >= 1;
+}
+
+static void add_mode(config_t *c, const char *mode)
+{
+    char want[40];
+    snprintf(want, sizeof want, ",%s,", mode);
+    char have[140];
+    snprintf(have, sizeof have, ",%s,", c->modes);
+    if (strstr(have, want)) return;
+    size_t n = strlen(c->modes);
+    snprintf(c->modes + n, sizeof c->modes - n, "%s%s", n ? "," : "", mode);
+}
+
+static void read_file(const char *prog, const char *dir, const char *name)
+{
+    config_t c;
+    memset(&c, 0, sizeof c);
+    if (!parse_name(prog, name, &c)) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) tool_usage_error(prog, "--measured: cannot read \"%s\"", path);
+    char line[65536];
+    c.min_bytes = 1e300;
+    while (fgets(line, sizeof line, f)) {
+        point_t p;
+        memset(&p, 0, sizeof p);
+        if (!json_str(line, "bench", p.bench, sizeof p.bench) || strcmp(p.bench, c.bench)) continue;
+        int ok = json_num(line, "bytes", &p.bytes);
+        if (!strcmp(c.bench, "allreduce")) {
+            ok = ok && json_num(line, "pcoll_us", &p.measured_us);
+            strcpy(p.mode, "pcoll");
+        } else {
+            ok = ok && json_num(line, "avg_latency_us", &p.measured_us) && json_str(line, "mode", p.mode, sizeof p.mode);
+            if (ok && !strcmp(p.mode, "mpi")) continue; /* Open MPI's own: not pcoll's code */
+            if (ok) add_mode(&c, p.mode);
+        }
+        if (!ok || npts == MAX_POINTS) continue;
+        p.nodes = c.nodes;
+        p.rpn = c.rpn;
+        p.rate_bps = c.rate_bps;
+        pts[npts++] = p;
+        if (p.bytes < c.min_bytes) c.min_bytes = p.bytes;
+        if (p.bytes > c.max_bytes) c.max_bytes = p.bytes;
+    }
+    fclose(f);
+    if (c.max_bytes > 0 && ncfgs < MAX_CONFIGS) cfgs[ncfgs++] = c;
+}
+
+/* ---- the factors ---- */
+
+typedef struct param {
+    const char *flag, *key;
+    double lo, hi;
+} param_t;
+
+static const param_t params[NPARAM] = {
+    {"--msg-cost", "msg_cost_us", 0.1, 500},  {"--wake", "wake_us", 0.1, 500},
+    {"--latency", "link_latency_us", 0.1, 1000}, {"--bw-factor", "bw_factor", 0.3, 1},
+    {"--loss-factor", "loss_factor", 0, 5},
+};
+
+static double get_param(const sim_model_t *m, int i)
+{
+    switch (i) {
+    case 0: return m->msg_cost_s * 1e6;
+    case 1: return m->wake_s * 1e6;
+    case 2: return m->link_lat_s * 1e6;
+    case 3: return m->bw_factor;
+    default: return m->loss_factor;
+    }
+}
+
+static void set_param(sim_model_t *m, int i, double v)
+{
+    if (v < params[i].lo) v = params[i].lo;
+    if (v > params[i].hi) v = params[i].hi;
+    switch (i) {
+    case 0: m->msg_cost_s = v * 1e-6; break;
+    case 1: m->wake_s = v * 1e-6; break;
+    case 2: m->link_lat_s = v * 1e-6; break;
+    case 3: m->bw_factor = v; break;
+    default: m->loss_factor = v; break;
+    }
+}
+
+/* ---- one evaluation: every configuration simulated ---- */
+
+static int wanted(const config_t *c, int only_fit)
+{
+    for (int i = 0; i < npts; i++)
+        if (pts[i].nodes == c->nodes && pts[i].rpn == c->rpn && pts[i].rate_bps == c->rate_bps &&
+            !strcmp(pts[i].bench, c->bench) && (!only_fit || pts[i].fit))
+            return 1;
+    return 0;
+}
+
+static FILE *start_config(const config_t *c, const sim_model_t *m)
+{
+    char cmd[8192];
+    int n = snprintf(cmd, sizeof cmd, "'%s' %s --json --ranks %d --ranks-per-node %d --link-rate %.6gmbit "
+                     "--min-bytes %.0f --max-bytes %.0f --msg-cost %.6gus --wake %.6gus --latency %.6gus "
+                     "--bw-factor %.6g --loss-factor %.6g --reduce-rate %.0f --shm-rate %.0f",
+                     self_exe, c->bench, c->nodes * c->rpn, c->rpn, c->rate_bps / 1e6, c->min_bytes, c->max_bytes,
+                     m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->loss_factor,
+                     m->reduce_Bps, m->shm_Bps);
+    /* fewer repetitions than pcoll-bench's 200 for small sizes: enough for
+     * the tbf buckets' steady state */
+    if (strcmp(c->bench, "allreduce") != 0)
+        snprintf(cmd + n, sizeof cmd - (size_t)n, " --modes %s --iters 32", c->modes);
+    else
+        snprintf(cmd + n, sizeof cmd - (size_t)n, " --max-iters 60");
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        fprintf(stderr, "pcoll-sim calibrate: cannot run %s\n", cmd);
+        exit(1);
+    }
+    return f;
+}
+
+static void collect_config(const config_t *c, FILE *f)
+{
+    char line[65536];
+    while (fgets(line, sizeof line, f)) {
+        char bench[16] = "", mode[24] = "pcoll";
+        double bytes, us;
+        if (!json_str(line, "bench", bench, sizeof bench) || strcmp(bench, c->bench) || !json_num(line, "bytes", &bytes))
+            continue;
+        if (strcmp(bench, "allreduce") ? !json_str(line, "mode", mode, sizeof mode) || !json_num(line, "avg_latency_us", &us)
+                                       : !json_num(line, "pcoll_us", &us))
+            continue;
+        for (int i = 0; i < npts; i++)
+            if (pts[i].nodes == c->nodes && pts[i].rpn == c->rpn && pts[i].rate_bps == c->rate_bps &&
+                !strcmp(pts[i].bench, bench) && !strcmp(pts[i].mode, mode) && pts[i].bytes == bytes)
+                pts[i].simulated_us = us;
+    }
+    if (pclose(f) != 0) {
+        fprintf(stderr, "pcoll-sim calibrate: a simulation of %s at %dx%d failed\n", c->bench, c->nodes, c->rpn);
+        exit(1);
+    }
+}
+
+/* Every configuration (the fit set's only) simulated with m: the child
+ * processes run side by side, two at a time (this machine's cores). */
+static void simulate_all(const sim_model_t *m, int only_fit)
+{
+    for (int i = 0; i < npts; i++) pts[i].simulated_us = NAN;
+    int todo[MAX_CONFIGS], n = 0;
+    for (int k = 0; k < ncfgs; k++)
+        if (wanted(&cfgs[k], only_fit)) todo[n++] = k;
+    for (int k = 0; k < n; k += 2) {
+        FILE *a = start_config(&cfgs[todo[k]], m), *b = k + 1 < n ? start_config(&cfgs[todo[k + 1]], m) : NULL;
+        collect_config(&cfgs[todo[k]], a);
+        if (b) collect_config(&cfgs[todo[k + 1]], b);
+    }
+}
+
+/* mean squared log ratio over the fit set */
+static double score(const sim_model_t *m)
+{
+    simulate_all(m, 1);
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < npts; i++) {
+        if (!pts[i].fit) continue;
+        double e = isnan(pts[i].simulated_us) ? 10 : log(pts[i].simulated_us / pts[i].measured_us);
+        sum += e * e;
+        n++;
+    }
+    return n ? sum / n : 0;
+}
+
+/* The search runs in x = log(factor) (the loss factor: log(0.01 + it)), so
+ * that every step is relative. */
+static double to_x(const sim_model_t *m, int i) { return i == 4 ? log(0.01 + get_param(m, i)) : log(get_param(m, i)); }
+
+static void from_x(sim_model_t *m, const double *x)
+{
+    for (int i = 0; i < NPARAM; i++) set_param(m, i, i == 4 ? exp(x[i]) - 0.01 : exp(x[i]));
+}
+
+static double score_x(const sim_model_t *base, const double *x)
+{
+    sim_model_t t = *base;
+    from_x(&t, x);
+    return score(&t);
+}
+
+/* Nelder-Mead over the factors: a simplex of NPARAM + 1 points, reflected,
+ * expanded, contracted and shrunk toward the best, for at most `evals`
+ * evaluations. */
+static void fit(sim_model_t *m, int evals, int verbose)
+{
+    enum { N = NPARAM };
+    double x[N + 1][N], f[N + 1];
+    for (int k = 0; k <= N; k++) {
+        for (int i = 0; i < N; i++) x[k][i] = to_x(m, i) + (k == i + 1 ? 0.4 : 0);
+        f[k] = score_x(m, x[k]);
+    }
+    int used = N + 1;
+    while (used < evals) {
+        int lo = 0, hi = 0, nh = 0;
+        for (int k = 0; k <= N; k++) {
+            if (f[k] < f[lo]) lo = k;
+            if (f[k] > f[hi]) hi = k;
+        }
+        nh = lo;
+        for (int k = 0; k <= N; k++)
+            if (k != hi && f[k] > f[nh]) nh = k;
+        if (f[hi] - f[lo] < 1e-6) break;
+        double c[N] = {0}, xr[N], xe[N], xc[N];
+        for (int k = 0; k <= N; k++)
+            if (k != hi)
+                for (int i = 0; i < N; i++) c[i] += x[k][i] / N;
+        for (int i = 0; i < N; i++) xr[i] = c[i] + (c[i] - x[hi][i]);
+        double fr = score_x(m, xr);
+        used++;
+        if (fr < f[lo]) {
+            for (int i = 0; i < N; i++) xe[i] = c[i] + 2 * (c[i] - x[hi][i]);
+            double fe = score_x(m, xe);
+            used++;
+            memcpy(x[hi], fe < fr ? xe : xr, sizeof xr);
+            f[hi] = fe < fr ? fe : fr;
+        } else if (fr < f[nh]) {
+            memcpy(x[hi], xr, sizeof xr);
+            f[hi] = fr;
+        } else {
+            for (int i = 0; i < N; i++) xc[i] = c[i] + 0.5 * (x[hi][i] - c[i]);
+            double fc = score_x(m, xc);
+            used++;
+            if (fc < f[hi]) {
+                memcpy(x[hi], xc, sizeof xc);
+                f[hi] = fc;
+            } else {
+                for (int k = 0; k <= N; k++) {
+                    if (k == lo) continue;
+                    for (int i = 0; i < N; i++) x[k][i] = x[lo][i] + 0.5 * (x[k][i] - x[lo][i]);
+                    f[k] = score_x(m, x[k]);
+                    used++;
+                }
+            }
+        }
+        if (verbose) {
+            sim_model_t t = *m;
+            from_x(&t, x[lo]);
+            fprintf(stderr, "calibrate: %d evaluations, score %.5f (msg %.3g us, wake %.3g us, lat %.3g us, bw %.3g, "
+                            "loss %.3g)\n",
+                    used, f[lo], t.msg_cost_s * 1e6, t.wake_s * 1e6, t.link_lat_s * 1e6, t.bw_factor, t.loss_factor);
+        }
+    }
+    int lo = 0;
+    for (int k = 0; k <= N; k++)
+        if (f[k] < f[lo]) lo = k;
+    from_x(m, x[lo]);
+}
+
+/* ---- the choice of fit points ---- */
+
+static void choose_fit(const char *fit_nodes)
+{
+    for (int i = 0; i < npts; i++) {
+        point_t *p = &pts[i];
+        int lo = 1 << 30, hi = 0;
+        for (int k = 0; k < npts; k++)
+            if (pts[k].rate_bps == p->rate_bps && !strcmp(pts[k].bench, "allreduce")) {
+                if (pts[k].nodes < lo) lo = pts[k].nodes;
+                if (pts[k].nodes > hi) hi = pts[k].nodes;
+            }
+        int node_ok;
+        if (fit_nodes) {
+            char want[16], list[256];
+            snprintf(want, sizeof want, ",%d,", p->nodes);
+            snprintf(list, sizeof list, ",%s,", fit_nodes);
+            node_ok = strstr(list, want) != NULL;
+        } else {
+            node_ok = p->nodes == lo || p->nodes == hi;
+        }
+        int e = (int)lround(log2(p->bytes));
+        p->fit = !strcmp(p->bench, "allreduce") && node_ok && e % 2 == 1; /* 8 = 2^3, 32, 128, ... */
+    }
+}
+
+static void write_out(const char *path, const sim_model_t *m, double fit_max, double valid_max)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "pcoll-sim calibrate: cannot write \"%s\"\n", path);
+        exit(1);
+    }
+    fprintf(f, "{");
+    sim_model_print(m, f);
+    fprintf(f, ",\n \"fit_max_error\": %.4f, \"validation_max_error\": %.4f,\n \"points\": [\n", fit_max, valid_max);
+    for (int i = 0; i < npts; i++) {
+        const point_t *p = &pts[i];
+        fprintf(f,
+                "  {\"bench\": \"%s\", \"mode\": \"%s\", \"nodes\": %d, \"ranks_per_node\": %d, \"link_rate_bps\": %.0f, "
+                "\"bytes\": %.0f, \"measured_us\": %.6g, \"simulated_us\": %.6g, \"error\": %.4f, \"fit\": %s}%s\n",
+                p->bench, p->mode, p->nodes, p->rpn, p->rate_bps, p->bytes, p->measured_us, p->simulated_us,
+                p->simulated_us / p->measured_us - 1, p->fit ? "true" : "false", i + 1 < npts ? "," : "");
+    }
+    fprintf(f, " ]}\n");
+    fclose(f);
+}
+
+static const char *help =
+    "usage: pcoll-sim calibrate [flags]\n"
+    "Fits the model's factors (message cost, wake, link latency, rate share,\n"
+    "loss factor) to pcoll-bench JSON measured on the emulated cluster, and\n"
+    "validates them on the points not fitted.\n"
+    "  --measured DIR   the measurements: allreduce|skew|group-NxK-RATE.json, as\n"
+    "                   scripts/sim-measure.sh writes them (default\n"
+    "                   results/sim/measured)\n"
+    "  --fit-nodes L    node counts whose allreduce points (sizes 8 x 4^i) are\n"
+    "                   fitted (default: the fewest and the most at each rate)\n"
+    "  --evals N        simulations of the fit set at most (default 150)\n"
+    "  --check          no fit: only compare the model as given (flags, --model)\n"
+    "  --out FILE       the factors and every point (default\n"
+    "                   results/sim/calibration.json); --model FILE reads it\n"
+    "  --quiet          no progress lines\n";
+
+int sim_cmd_calibrate(int argc, char **argv)
+{
+    const char *prog = "pcoll-sim calibrate";
+    const char *dir = "results/sim/measured", *out = "results/sim/calibration.json", *fit_nodes = NULL;
+    int evals = 150, check = 0, verbose = 1;
+    sim_model_t m;
+    sim_model_defaults(&m, SIM_CLUSTER);
+    static struct option opts[] = {{"measured", required_argument, 0, 'd'}, {"fit-nodes", required_argument, 0, 'f'},
+                                   {"evals", required_argument, 0, 'r'},   {"check", no_argument, 0, 'c'},
+                                   {"out", required_argument, 0, 'o'},      {"quiet", no_argument, 0, 'q'},
+                                   {"help", no_argument, 0, 'h'},           SIM_COMMON_OPTS,
+                                   {0, 0, 0, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (sim_common_flag(prog, &m, c, optarg)) continue;
+        switch (c) {
+        case 'd': dir = optarg; break;
+        case 'f': fit_nodes = optarg; break;
+        case 'r': evals = (int)tool_flag_long(prog, "--evals", optarg, 1, 100000); break;
+        case 'c': check = 1; break;
+        case 'o': out = optarg; break;
+        case 'q': verbose = 0; break;
+        case 'h': fputs(help, stdout); return 0;
+        default: tool_usage_error(prog, "unknown flag \"%s\"", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    if (n <= 0) tool_usage_error(prog, "cannot find this program's path (/proc/self/exe)");
+    self_exe[n] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) tool_usage_error(prog, "--measured: cannot open \"%s\": %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) read_file(prog, dir, e->d_name);
+    closedir(d);
+    if (!npts) tool_usage_error(prog, "--measured: no pcoll-bench points in \"%s\" (files NAME-NxK-RATE.json)", dir);
+    choose_fit(fit_nodes);
+    if (!check) fit(&m, evals, verbose);
+    simulate_all(&m, 0);
+    double fit_max = 0, valid_max = 0;
+    printf("%-10s %-9s %5s %9s %10s %13s %13s %8s %s\n", "bench", "mode", "nodes", "rate", "bytes", "measured_us",
+           "simulated_us", "error", "set");
+    for (int i = 0; i < npts; i++) {
+        const point_t *p = &pts[i];
+        double err = p->simulated_us / p->measured_us - 1;
+        double *mx = p->fit ? &fit_max : &valid_max;
+        if (isnan(err) || fabs(err) > *mx) *mx = isnan(err) ? INFINITY : fabs(err);
+        printf("%-10s %-9s %2dx%-2d %8.0fM %10.0f %13.1f %13.1f %+7.1f%% %s\n", p->bench, p->mode, p->nodes, p->rpn,
+               p->rate_bps / 1e6, p->bytes, p->measured_us, p->simulated_us, 100 * err, p->fit ? "fit" : "validation");
+    }
+    printf("# largest error: %.1f%% on the fit set, %.1f%% on the validation set\n# factors: {", 100 * fit_max,
+           100 * valid_max);
+    sim_model_print(&m, stdout);
+    printf("}\n");
+    write_out(out, &m, fit_max, valid_max);
+    return 0;
+}
