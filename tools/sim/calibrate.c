@@ -35,7 +35,7 @@ typedef struct point {
     char bench[16], mode[24];
     int nodes, rpn;
     double rate_bps, bytes, measured_us, simulated_us;
-    int fit;
+    int fit, runs;
 } point_t;
 
 typedef struct config {
@@ -145,6 +145,57 @@ static void read_file(const char *prog, const char *dir, const char *name)
     if (c.max_bytes > 0 && ncfgs < MAX_CONFIGS) cfgs[ncfgs++] = c;
 }
 
+/* Points measured more than once (the files of several runs of one
+ * configuration): one point, the median of the runs. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int same_point(const point_t *a, const point_t *b)
+{
+    return a->nodes == b->nodes && a->rpn == b->rpn && a->rate_bps == b->rate_bps && a->bytes == b->bytes &&
+           !strcmp(a->bench, b->bench) && !strcmp(a->mode, b->mode);
+}
+
+static void merge_runs(void)
+{
+    int n = 0;
+    double runs[64];
+    for (int i = 0; i < npts; i++) {
+        int k = 0, seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = same_point(&pts[j], &pts[i]);
+        if (seen) continue;
+        for (int j = i; j < npts && k < 64; j++)
+            if (same_point(&pts[j], &pts[i])) runs[k++] = pts[j].measured_us;
+        qsort(runs, (size_t)k, sizeof runs[0], cmp_double);
+        pts[n] = pts[i];
+        pts[n].runs = k;
+        pts[n++].measured_us = k % 2 ? runs[k / 2] : (runs[k / 2 - 1] + runs[k / 2]) / 2;
+    }
+    npts = n;
+    /* configurations read from several files: once */
+    int m = 0;
+    for (int i = 0; i < ncfgs; i++) {
+        config_t *c = &cfgs[i], *same = NULL;
+        for (int j = 0; j < m && !same; j++)
+            if (cfgs[j].nodes == c->nodes && cfgs[j].rpn == c->rpn && cfgs[j].rate_bps == c->rate_bps &&
+                !strcmp(cfgs[j].bench, c->bench))
+                same = &cfgs[j];
+        if (!same) {
+            cfgs[m++] = *c;
+            continue;
+        }
+        if (c->min_bytes < same->min_bytes) same->min_bytes = c->min_bytes;
+        if (c->max_bytes > same->max_bytes) same->max_bytes = c->max_bytes;
+        char modes[128];
+        snprintf(modes, sizeof modes, "%s", c->modes);
+        for (char *tok = strtok(modes, ","); tok; tok = strtok(NULL, ",")) add_mode(same, tok);
+    }
+    ncfgs = m;
+}
+
 /* ---- the factors ---- */
 
 typedef struct param {
@@ -198,10 +249,10 @@ static FILE *start_config(const config_t *c, const sim_model_t *m)
     char cmd[8192];
     int n = snprintf(cmd, sizeof cmd, "'%s' %s --json --ranks %d --ranks-per-node %d --link-rate %.6gmbit "
                      "--min-bytes %.0f --max-bytes %.0f --msg-cost %.6gus --wake %.6gus --latency %.6gus "
-                     "--bw-factor %.6g --loss-factor %.6g --reduce-rate %.0f --shm-rate %.0f",
+                     "--bw-factor %.6g --loss-factor %.6g --reduce-rate %.0f --shm-rate %.0f --platform %s --cores %d",
                      self_exe, c->bench, c->nodes * c->rpn, c->rpn, c->rate_bps / 1e6, c->min_bytes, c->max_bytes,
                      m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->loss_factor,
-                     m->reduce_Bps, m->shm_Bps);
+                     m->reduce_Bps, m->shm_Bps, sim_platform_name(m->platform), m->cores);
     /* fewer repetitions than pcoll-bench's 200 for small sizes: enough for
      * the tbf buckets' steady state */
     if (strcmp(c->bench, "allreduce") != 0)
@@ -392,8 +443,9 @@ static void write_out(const char *path, const sim_model_t *m, double fit_max, do
         const point_t *p = &pts[i];
         fprintf(f,
                 "  {\"bench\": \"%s\", \"mode\": \"%s\", \"nodes\": %d, \"ranks_per_node\": %d, \"link_rate_bps\": %.0f, "
-                "\"bytes\": %.0f, \"measured_us\": %.6g, \"simulated_us\": %.6g, \"error\": %.4f, \"fit\": %s}%s\n",
-                p->bench, p->mode, p->nodes, p->rpn, p->rate_bps, p->bytes, p->measured_us, p->simulated_us,
+                "\"bytes\": %.0f, \"runs\": %d, \"measured_us\": %.6g, \"simulated_us\": %.6g, \"error\": %.4f, "
+                "\"fit\": %s}%s\n",
+                p->bench, p->mode, p->nodes, p->rpn, p->rate_bps, p->bytes, p->runs, p->measured_us, p->simulated_us,
                 p->simulated_us / p->measured_us - 1, p->fit ? "true" : "false", i + 1 < npts ? "," : "");
     }
     fprintf(f, " ]}\n");
@@ -405,9 +457,9 @@ static const char *help =
     "Fits the model's factors (message cost, wake, link latency, rate share,\n"
     "loss factor) to pcoll-bench JSON measured on the emulated cluster, and\n"
     "validates them on the points not fitted.\n"
-    "  --measured DIR   the measurements: allreduce|skew|group-NxK-RATE.json, as\n"
-    "                   scripts/sim-measure.sh writes them (default\n"
-    "                   results/sim/measured)\n"
+    "  --measured DIR   the measurements: allreduce|skew|group-NxK-RATE[.RUN].json,\n"
+    "                   as scripts/sim-measure.sh writes them; a point measured in\n"
+    "                   several runs counts with its median (default data/cluster)\n"
     "  --fit-nodes L    node counts whose allreduce points (sizes 8 x 4^i) are\n"
     "                   fitted (default: the fewest and the most at each rate)\n"
     "  --evals N        simulations of the fit set at most (default 150)\n"
@@ -419,7 +471,7 @@ static const char *help =
 int sim_cmd_calibrate(int argc, char **argv)
 {
     const char *prog = "pcoll-sim calibrate";
-    const char *dir = "results/sim/measured", *out = "results/sim/calibration.json", *fit_nodes = NULL;
+    const char *dir = "data/cluster", *out = "results/sim/calibration.json", *fit_nodes = NULL;
     int evals = 150, check = 0, verbose = 1;
     sim_model_t m;
     sim_model_defaults(&m, SIM_CLUSTER);
@@ -444,6 +496,7 @@ int sim_cmd_calibrate(int argc, char **argv)
         }
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
+    sim_model_finish(&m);
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
     if (n <= 0) tool_usage_error(prog, "cannot find this program's path (/proc/self/exe)");
     self_exe[n] = '\0';
@@ -452,7 +505,9 @@ int sim_cmd_calibrate(int argc, char **argv)
     struct dirent *e;
     while ((e = readdir(d))) read_file(prog, dir, e->d_name);
     closedir(d);
-    if (!npts) tool_usage_error(prog, "--measured: no pcoll-bench points in \"%s\" (files NAME-NxK-RATE.json)", dir);
+    if (!npts)
+        tool_usage_error(prog, "--measured: no pcoll-bench points in \"%s\" (files NAME-NxK-RATE[.RUN].json)", dir);
+    merge_runs();
     choose_fit(fit_nodes);
     if (!check) fit(&m, evals, verbose);
     simulate_all(&m, 0);

@@ -25,20 +25,22 @@ const char *sim_common_help =
     "                     (default cluster)\n"
     "  --link-rate R      each node link's rate, each way: 1gbit, 100mbit, ...\n"
     "                     (default 1gbit)\n"
-    "  --latency L        one-way latency of a link: 5us, 0.1ms, ... (default: the\n"
-    "                     calibrated one)\n"
+    "  --latency L        one-way latency of a link: 5us, 0.1ms, ...\n"
     "  --model FILE       the factors a `pcoll-sim calibrate` wrote\n"
-    "  --msg-cost L       CPU time of a message at each end (default calibrated)\n"
+    "  --msg-cost L       CPU time of a message at each end\n"
     "  --bw-factor F      share of the link rate one stream reaches (0-1]\n"
-    "  --reduce-rate R    bytes per second of a reduction step: 4G, 800M, ...\n"
     "  --wake L           a call's doorbell to its progress thread\n"
+    "  --loss-factor F    bytes that reach a full tbf queue (beyond 50 ms of the\n"
+    "                     rate) are sent 1 + F times (TCP's resends)\n"
+    "                     (these five: on cluster the calibrated factors of\n"
+    "                     data/cluster/calibration.json; elsewhere a datacenter\n"
+    "                     node's: 2us per link, 1us per message, 0.95 of the\n"
+    "                     rate, 2us to wake, no losses)\n"
+    "  --reduce-rate R    bytes per second of a reduction step: 4G, 800M, ...\n"
     "  --shm-rate R       bytes per second between ranks of one node\n"
     "  --burst B          the emulated cluster's tbf bucket per link direction\n"
     "                     (default: scripts/cluster.sh's, 4 ms of the rate, at\n"
     "                     least 32K; 0 on switch and fattree)\n"
-    "  --loss-factor F    bytes that reach a full tbf queue (beyond 50 ms of the\n"
-    "                     rate) are sent 1 + F times (TCP's resends; default\n"
-    "                     calibrated)\n"
     "  --cores N          CPUs: per node on switch and fattree (default 2 per rank),\n"
     "                     of the one machine every node runs on for cluster\n"
     "                     (default 2: the machine the measurements came from)\n";
@@ -55,17 +57,18 @@ void sim_model_defaults(sim_model_t *m, sim_platform_kind_t kind)
     m->ranks = 8;
     m->ranks_per_node = 1;
     m->link_bps = 1e9;
-    /* calibrated on the emulated cluster (results/sim/calibration.json) */
-    m->link_lat_s = 20e-6;
-    m->bw_factor = 0.94;
-    m->msg_cost_s = 10e-6;
-    m->wake_s = 5e-6;
+    /* the host and link factors depend on the platform: sim_model_finish */
+    m->link_lat_s = m->bw_factor = m->msg_cost_s = m->wake_s = m->loss_factor = -1;
     m->reduce_Bps = 2e9;
     m->shm_Bps = 4e9;
     m->shm_lat_s = 1e-6;
     m->rendezvous_bytes = 0;
     m->burst_bytes = -1; /* the cluster's, from the rate (sim_model_finish) */
-    m->loss_factor = 0.3;
+}
+
+static void set_unset(double *field, double value)
+{
+    if (*field < 0) *field = value;
 }
 
 /* "5us", "0.1ms", "2s", "30ns": seconds; -1 if not a duration */
@@ -137,6 +140,22 @@ double sim_cluster_burst(double link_bps)
 
 void sim_model_finish(sim_model_t *m)
 {
+    if (m->platform == SIM_CLUSTER) {
+        /* fitted to the emulated cluster: data/cluster/calibration.json */
+        set_unset(&m->msg_cost_s, 10e-6);
+        set_unset(&m->wake_s, 5e-6);
+        set_unset(&m->link_lat_s, 20e-6);
+        set_unset(&m->bw_factor, 0.94);
+        set_unset(&m->loss_factor, 0.3);
+    } else {
+        /* a datacenter node with a core per thread and a switched network:
+         * a few microseconds per message, no tbf queue to overflow */
+        set_unset(&m->msg_cost_s, 1e-6);
+        set_unset(&m->wake_s, 2e-6);
+        set_unset(&m->link_lat_s, 2e-6);
+        set_unset(&m->bw_factor, 0.95);
+        set_unset(&m->loss_factor, 0);
+    }
     if (m->cores <= 0) m->cores = m->platform == SIM_CLUSTER ? 2 : 2 * m->ranks_per_node;
     if (m->platform == SIM_CLUSTER && m->burst_bytes < 0) m->burst_bytes = sim_cluster_burst(m->link_bps);
     if (m->burst_bytes < 0) m->burst_bytes = 0;
