@@ -133,7 +133,9 @@ static void read_file(const char *prog, const char *dir, const char *name)
             if (ok && !strcmp(p.mode, "mpi")) continue; /* Open MPI's own: not pcoll's code */
             if (ok) add_mode(&c, p.mode);
         }
-        if (!ok || npts == MAX_POINTS) continue;
+        /* the simulated sweeps double from the smallest size: powers of two */
+        if (!ok || npts == MAX_POINTS || p.bytes < 1 || ((unsigned long long)p.bytes & ((unsigned long long)p.bytes - 1)))
+            continue;
         p.nodes = c.nodes;
         p.rpn = c.rpn;
         p.rate_bps = c.rate_bps;
@@ -205,7 +207,7 @@ typedef struct param {
 
 static const param_t params[NPARAM] = {
     {"--msg-cost", "msg_cost_us", 0.1, 500},  {"--wake", "wake_us", 0.1, 500},
-    {"--latency", "link_latency_us", 0.1, 1000}, {"--bw-factor", "bw_factor", 0.3, 1},
+    {"--latency", "link_latency_us", 0.1, 1000}, {"--bw-factor", "bw_factor", 0.02, 1},
     {"--loss-factor", "loss_factor", 0, 5},
 };
 
@@ -459,7 +461,8 @@ static const char *help =
     "validates them on the points not fitted.\n"
     "  --measured DIR   the measurements: allreduce|skew|group-NxK-RATE[.RUN].json,\n"
     "                   as scripts/sim-measure.sh writes them; a point measured in\n"
-    "                   several runs counts with its median (default data/cluster)\n"
+    "                   several runs counts with its median; sizes that are not powers\n"
+    "                   of two are left out (default data/cluster)\n"
     "  --fit-nodes L    node counts whose allreduce points (sizes 8 x 4^i) are\n"
     "                   fitted (default: the fewest and the most at each rate)\n"
     "  --evals N        simulations of the fit set at most (default 150)\n"

@@ -32,8 +32,9 @@ const char *sim_common_help =
     "  --wake L           a call's doorbell to its progress thread\n"
     "  --loss-factor F    bytes that reach a full tbf queue (beyond 50 ms of the\n"
     "                     rate) are sent 1 + F times (TCP's resends)\n"
-    "                     (these five: on cluster the calibrated factors of\n"
-    "                     data/cluster/calibration.json; elsewhere a datacenter\n"
+    "                     (these five: on cluster provisional factors, set by\n"
+    "                     hand from a few points of data/cluster and not yet\n"
+    "                     fitted (docs/sim.md); elsewhere a datacenter\n"
     "                     node's: 2us per link, 1us per message, 0.95 of the\n"
     "                     rate, 2us to wake, no losses)\n"
     "  --reduce-rate R    bytes per second of a reduction step: 4G, 800M, ...\n"
@@ -141,7 +142,9 @@ double sim_cluster_burst(double link_bps)
 void sim_model_finish(sim_model_t *m)
 {
     if (m->platform == SIM_CLUSTER) {
-        /* fitted to the emulated cluster: data/cluster/calibration.json */
+        /* provisional: set by hand from a few points of data/cluster (2 nodes
+         * at 100 Mbit/s); pcoll-sim calibrate's fit over all of them is to
+         * replace them (docs/sim.md) */
         set_unset(&m->msg_cost_s, 10e-6);
         set_unset(&m->wake_s, 5e-6);
         set_unset(&m->link_lat_s, 20e-6);
