@@ -122,6 +122,42 @@ void tool_json_end(tool_json_t *j, FILE *out)
     fflush(out);
 }
 
+/* the text after "key": in a flat JSON object, blanks skipped; NULL if absent */
+static const char *json_value(const char *text, const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    if (!p) return NULL;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    return p;
+}
+
+int tool_json_get_num(const char *text, const char *key, double *out)
+{
+    const char *p = json_value(text, key);
+    if (!p) return 0;
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || !isfinite(v)) return -1;
+    *out = v;
+    return 1;
+}
+
+int tool_json_get_str(const char *text, const char *key, char *out, size_t len)
+{
+    const char *p = json_value(text, key);
+    if (!p) return 0;
+    if (*p != '"') return -1;
+    p++;
+    size_t n = 0;
+    while (p[n] && p[n] != '"' && n + 1 < len) n++;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 1;
+}
+
 void tool_mpi_init(int *argc, char ***argv, int *rank, int *size)
 {
     int provided;

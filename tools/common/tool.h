@@ -25,6 +25,11 @@ void tool_json_num(tool_json_t *j, const char *key, double value);
 void tool_json_int(tool_json_t *j, const char *key, long long value);
 void tool_json_nums(tool_json_t *j, const char *key, const double *values, size_t n); /* an array */
 void tool_json_end(tool_json_t *j, FILE *out);
+/* Reading a field of a flat JSON object (one line, as the tools write them):
+ * 1 and *out set, 0 if the key is absent, -1 if its value is not a finite
+ * number (a string). */
+int tool_json_get_num(const char *text, const char *key, double *out);
+int tool_json_get_str(const char *text, const char *key, char *out, size_t len);
 
 /* MPI_Init_thread(MULTIPLE) or exit with a message. */
 void tool_mpi_init(int *argc, char ***argv, int *rank, int *size);

@@ -54,38 +54,12 @@ static config_t cfgs[MAX_CONFIGS];
 static int ncfgs;
 static char self_exe[4096];
 
-/* ---- reading JSON lines (the flat objects pcoll-bench writes) ---- */
-
-static int json_num(const char *line, const char *key, double *out)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(line, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    char *end;
-    double v = strtod(p, &end);
-    if (end == p) return 0;
-    *out = v;
-    return 1;
-}
+/* JSON lines: a field that is there and valid (tool_json_get_*) */
+static int json_num(const char *line, const char *key, double *out) { return tool_json_get_num(line, key, out) > 0; }
 
 static int json_str(const char *line, const char *key, char *out, size_t len)
 {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(line, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    if (*p != '"') return 0;
-    p++;
-    size_t n = 0;
-    while (p[n] && p[n] != '"' && n + 1 < len) n++;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return 1;
+    return tool_json_get_str(line, key, out, len) > 0;
 }
 
 /* "allreduce-4x1-100mbit.json" -> bench, nodes, rpn, rate */

@@ -172,21 +172,6 @@ void sim_model_check(const char *prog, const sim_model_t *m)
     if (m->shm_Bps <= 0) tool_usage_error(prog, "--shm-rate must be positive");
 }
 
-static int json_number(const char *text, const char *key, double *out)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    const char *p = strstr(text, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    while (*p == ' ' || *p == ':') p++;
-    char *end;
-    double v = strtod(p, &end);
-    if (end == p || !isfinite(v)) return -1;
-    *out = v;
-    return 1;
-}
-
 int sim_model_load(sim_model_t *m, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
@@ -216,7 +201,7 @@ int sim_model_load(sim_model_t *m, const char *path, char *err, size_t errlen)
     int found = 0;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         double v;
-        int rc = json_number(text, keys[k].key, &v);
+        int rc = tool_json_get_num(text, keys[k].key, &v);
         if (rc < 0 || (rc > 0 && v < 0)) {
             snprintf(err, errlen, "\"%s\": %s is not a valid number", path, keys[k].key);
             return -1;

@@ -100,6 +100,23 @@ typedef struct sim_pending {
     void *arg;
 } sim_pending_t;
 
+/* A FIFO of fixed-size entries (world.c). */
+typedef struct sim_fifo {
+    char *buf;
+    size_t esize;
+    int head, tail, cap;
+} sim_fifo_t;
+
+struct sim_local {
+    pc_sched_t *s;
+    int step;
+};
+
+struct sim_req {
+    sim_fn fn;
+    void *arg;
+};
+
 struct sim_rank {
     int rank, node;
     sg_host_t host;
@@ -109,16 +126,8 @@ struct sim_rank {
     sim_pending_t **pend;
     sg_comm_t *comms;
     int npend, cappend;
-    struct sim_local {
-        pc_sched_t *s;
-        int step;
-    } *localq;
-    int lhead, ltail, lcap;
-    struct sim_req {
-        sim_fn fn;
-        void *arg;
-    } *reqs;
-    int rhead, rtail, rcap;
+    sim_fifo_t localq; /* struct sim_local: data steps to charge */
+    sim_fifo_t reqs;   /* struct sim_req: calls posted by the app actor */
     int bell_pending;
     pc_issuer_t issuer;
     sg_sem_t app_sem; /* the app waits for its calls here */

@@ -47,6 +47,39 @@ static void *grow(void *p, int *cap, size_t elem)
     return q;
 }
 
+/* ---- FIFOs of fixed-size entries (a progress actor's queues) ---- */
+
+static void fifo_init(sim_fifo_t *f, size_t esize)
+{
+    memset(f, 0, sizeof *f);
+    f->esize = esize;
+}
+
+static void fifo_push(sim_fifo_t *f, const void *e)
+{
+    if (f->tail - f->head == f->cap) {
+        /* grows keeping the order */
+        int cap = f->cap ? f->cap * 2 : 16;
+        char *buf = malloc(f->esize * (size_t)cap);
+        if (!buf) die("out of memory");
+        for (int i = f->head; i < f->tail; i++)
+            memcpy(buf + (size_t)(i - f->head) * f->esize, f->buf + (size_t)(i % f->cap) * f->esize, f->esize);
+        free(f->buf);
+        f->buf = buf;
+        f->tail -= f->head;
+        f->head = 0;
+        f->cap = cap;
+    }
+    memcpy(f->buf + (size_t)(f->tail++ % f->cap) * f->esize, e, f->esize);
+}
+
+static int fifo_pop(sim_fifo_t *f, void *e)
+{
+    if (f->head == f->tail) return 0;
+    memcpy(e, f->buf + (size_t)(f->head++ % f->cap) * f->esize, f->esize);
+    return 1;
+}
+
 /* ---- mailboxes ---- */
 
 static sg_mailbox_t sched_box(int channel, int dst, int src, int tag)
@@ -194,14 +227,14 @@ static void progress_main(int argc, char **argv)
     sg_mailbox_set_receiver(sg_mailbox_get_name(bell_box(r->rank)));
     arm_bell(r);
     for (;;) {
-        if (r->lhead < r->ltail) {
-            struct sim_local l = r->localq[r->lhead++ % r->lcap];
+        struct sim_local l;
+        struct sim_req q;
+        if (fifo_pop(&r->localq, &l)) {
             sim_charge(r, (double)pc_sched_step_bytes(l.s, l.step) / sim.model.reduce_Bps);
             pc_sched_step_done(l.s, l.step, PCOLL_SUCCESS, &r->issuer);
             continue;
         }
-        if (r->rhead < r->rtail) {
-            struct sim_req q = r->reqs[r->rhead++ % r->rcap];
+        if (fifo_pop(&r->reqs, &q)) {
             q.fn(r, q.arg);
             continue;
         }
@@ -251,19 +284,8 @@ static int issue_post(void *self, pc_sched_t *s, int step)
 static int issue_local(void *self, pc_sched_t *s, int step)
 {
     sim_rank_t *r = self;
-    if (r->ltail - r->lhead == r->lcap) {
-        /* keep the ring's order when it grows */
-        int old = r->lcap;
-        struct sim_local *q = malloc(sizeof *q * (size_t)(old ? old * 2 : 16));
-        if (!q) die("out of memory");
-        for (int i = r->lhead; i < r->ltail; i++) q[i - r->lhead] = r->localq[i % old];
-        r->ltail -= r->lhead;
-        r->lhead = 0;
-        free(r->localq);
-        r->localq = q;
-        r->lcap = old ? old * 2 : 16;
-    }
-    r->localq[r->ltail++ % r->lcap] = (struct sim_local){s, step};
+    struct sim_local l = {s, step};
+    fifo_push(&r->localq, &l);
     return PCOLL_SUCCESS;
 }
 
@@ -317,18 +339,8 @@ void sim_ctl_recv(sim_rank_t *r, int channel, int tag, void (*done)(sim_rank_t *
 
 void sim_post(sim_rank_t *r, sim_fn fn, void *arg)
 {
-    if (r->rtail - r->rhead == r->rcap) {
-        int old = r->rcap;
-        struct sim_req *q = malloc(sizeof *q * (size_t)(old ? old * 2 : 16));
-        if (!q) die("out of memory");
-        for (int i = r->rhead; i < r->rtail; i++) q[i - r->rhead] = r->reqs[i % old];
-        r->rtail -= r->rhead;
-        r->rhead = 0;
-        free(r->reqs);
-        r->reqs = q;
-        r->rcap = old ? old * 2 : 16;
-    }
-    r->reqs[r->rtail++ % r->rcap] = (struct sim_req){fn, arg};
+    struct sim_req q = {fn, arg};
+    fifo_push(&r->reqs, &q);
     if (!r->bell_pending) {
         r->bell_pending = 1;
         sg_comm_detach(sg_mailbox_put_init(bell_box(r->rank), &no_payload, 1), NULL);
@@ -430,6 +442,8 @@ int sim_setup(int *argc, char **argv, const sim_model_t *m)
         r->host = sg_host_by_name(host);
         r->cpu = m->platform == SIM_CLUSTER ? sg_host_by_name("machine") : r->host;
         if (!r->host || !r->cpu) die("the platform lacks a node");
+        fifo_init(&r->localq, sizeof(struct sim_local));
+        fifo_init(&r->reqs, sizeof(struct sim_req));
         r->issuer.post = issue_post;
         r->issuer.local = issue_local;
         r->issuer.self = r;
@@ -472,8 +486,8 @@ void sim_teardown(void)
         if (r->app_sem) sg_sem_destroy(r->app_sem);
         free(r->pend);
         free(r->comms);
-        free(r->localq);
-        free(r->reqs);
+        free(r->localq.buf);
+        free(r->reqs.buf);
     }
     free(sim.ranks);
     sim.ranks = NULL;
