@@ -69,7 +69,7 @@ for e in $exps; do
     case $e in
     scale)
         f="$out/scale.json"; : >"$f"
-        "$sim" allreduce --ranks 4096 --min-bytes 1M --max-bytes 1M $plat --json >>"$f"
+        "$sim" allreduce --ranks 4096 --min-bytes 1M --max-bytes 1M --warmup 1 $plat --json >>"$f"
         "$sim" skew --ranks 4096 --modes sync,solo,majority --min-bytes 64 --max-bytes 64 --iters 2 --warmup 1 \
             $plat --json >>"$f"
         "$sim" group --ranks 4096 --modes group --min-bytes 64 --max-bytes 64 --iters 4 --warmup 1 $plat --json >>"$f"

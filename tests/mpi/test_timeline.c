@@ -272,10 +272,14 @@ static void check_events(const lines_t *l, const expected_t *x)
     CHECK(count(l, "mark", "\"ph\":\"E\"") == x->marks);
     CHECK(count(l, "mark", "not recorded") == 0);
     CHECK(count(l, "thread", "\"name\":\"application\"") == 1);
-    char late[64];
-    snprintf(late, sizeof late, "\"ranks\":[%d],", size - 1);
-    CHECK_MSG(count(l, "stall", late) == x->stalls && count(l, "stall", "\"timeout\":0") == x->stalls,
-              "%d stall events naming rank %d, %d expected", count(l, "stall", late), size - 1, x->stalls);
+    /* the warning names the late rank (the largest: last in the list); on a
+     * loaded machine another rank may be late with it */
+    char alone[64], last[64];
+    snprintf(alone, sizeof alone, "\"ranks\":[%d],", size - 1);
+    snprintf(last, sizeof last, ",%d],", size - 1);
+    int named = count(l, "stall", alone) + count(l, "stall", last);
+    CHECK_MSG(named == x->stalls && count(l, "stall", "\"timeout\":0") == x->stalls,
+              "%d stall events naming rank %d, %d expected", named, size - 1, x->stalls);
     /* spans have a duration; every status is 0 */
     for (int i = 0; i < l->n; i++) {
         if (strstr(l->line[i], "\"status\":")) CHECK_MSG(field(l->line[i], "status") == 0, "%s", l->line[i]);

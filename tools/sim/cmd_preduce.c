@@ -529,10 +529,6 @@ static void app(sim_rank_t *r)
 {
     run_mpi(r);
     for (int i = 0; i < C.np; i++) run_policy(r, i);
-    /* the last call's doorbell may still be on its way (its request ran
-     * before it came): let it land, or SimGrid complains when the progress
-     * actor is killed waiting for it (after every measurement) */
-    while (r->bell_pending) sg_actor_sleep_for(1e-6);
 }
 
 /* ---- flags and output ---- */

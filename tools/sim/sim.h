@@ -141,6 +141,7 @@ typedef struct sim_world {
     int P;
     sim_rank_t *ranks;
     double wall_s; /* host time the simulation took */
+    int cpu_shared; /* more busy actors than cores can meet (sim_charge) */
     long messages; /* messages sent */
     long long bytes_sent;
 } sim_world_t;

@@ -186,6 +186,12 @@ void sim_charge(sim_rank_t *r, double seconds)
 {
     if (seconds <= 0) return;
     r->busy_s += seconds;
+    if (!sim.cpu_shared) {
+        /* a core for each of the rank's two actors: nothing to share, and a
+         * sleep costs SimGrid far less than an execution */
+        sg_actor_sleep_for(seconds);
+        return;
+    }
     sg_exec_t e = sg_actor_exec_init(seconds * SIM_FLOPS);
     sg_exec_set_host(e, r->cpu);
     sg_exec_wait(e);
@@ -395,6 +401,10 @@ static void app_main(int argc, char **argv)
     (void)argv;
     sim_rank_t *r = sg_actor_self_get_data();
     app_entry(r);
+    /* the progress actor may have run the last call before its doorbell
+     * arrived: end only once it did (SimGrid objects to a message in flight
+     * when it kills the daemons) */
+    while (r->bell_pending) sg_actor_sleep_for(1e-6);
 }
 
 int sim_setup(int *argc, char **argv, const sim_model_t *m)
@@ -403,6 +413,7 @@ int sim_setup(int *argc, char **argv, const sim_model_t *m)
     sim_model_finish(&sim.model);
     m = &sim.model;
     sim.P = m->ranks;
+    sim.cpu_shared = m->platform == SIM_CLUSTER || m->cores < 2 * m->ranks_per_node;
     /* the model's factors are ours (calibrate.c): SimGrid's network model
      * without its own latency and rate corrections or TCP window limit */
     char cfg_model[] = "--cfg=network/model:CM02";
