@@ -57,30 +57,7 @@ static const char *common_help =
     "float32 sum.  The partial modes accumulate (a late rank's 1.0 is not lost:\n"
     "it goes into a later round); each mode/size ends with a flush.\n";
 
-#define MAX_MODES 16
-
-typedef enum { M_MPI, M_SYNC, M_PARTIAL } mode_kind_t;
-
-typedef struct mode {
-    char name[32];
-    mode_kind_t kind;
-    pcoll_partial_config_t cfg;
-} bench_mode_t;
-
-static void parse_modes(const char *prog, const char *list, bench_mode_t *modes, int *n)
-{
-    char names[MAX_MODES][32];
-    *n = tool_split_list(prog, "--modes", list, names, MAX_MODES);
-    for (int i = 0; i < *n; i++) {
-        bench_mode_t *m = &modes[i];
-        memcpy(m->name, names[i], sizeof m->name); /* both 32 characters */
-        m->kind = strcmp(names[i], "mpi") == 0 ? M_MPI : strcmp(names[i], "sync") == 0 ? M_SYNC : M_PARTIAL;
-        pcoll_partial_config_default(&m->cfg);
-        if (m->kind == M_PARTIAL && pcoll_partial_config_parse(names[i], &m->cfg) != PCOLL_SUCCESS)
-            tool_usage_error(prog, "--modes: \"%s\" is not mpi, sync, solo, majority, quorum:Q, group or group:S",
-                             names[i]);
-    }
-}
+#define MAX_MODES TOOL_MAX_MODES
 
 static void sleep_us(double us)
 {
@@ -104,7 +81,7 @@ typedef struct result {
     const char *data_phase;
 } result_t;
 
-static void run(const char *prog, pcoll_t *ctx, const bench_mode_t *m, size_t count, double skew_us, int iters,
+static void run(const char *prog, pcoll_t *ctx, const tool_mode_t *m, size_t count, double skew_us, int iters,
                 int warmup, int rank, int size, result_t *res, double *by_rank)
 {
     float *buf = calloc(count, sizeof(float)), *out = calloc(count, sizeof(float));
@@ -167,7 +144,7 @@ static void run(const char *prog, pcoll_t *ctx, const bench_mode_t *m, size_t co
     free(out);
 }
 
-static void print_json(const char *bench, const bench_mode_t *m, int size, size_t bytes, double skew_us,
+static void print_json(const char *bench, const tool_mode_t *m, int size, size_t bytes, double skew_us,
                        const result_t *r, double mpi_latency, const double *by_rank)
 {
     tool_json_t j;
@@ -191,9 +168,9 @@ static void print_json(const char *bench, const bench_mode_t *m, int size, size_
 static int skew_main(const char *bench, const char *prog, const char *help, const char *default_modes,
                      int per_rank, int argc, char **argv, int rank, int size)
 {
-    bench_mode_t modes[MAX_MODES];
+    tool_mode_t modes[MAX_MODES];
     int nmodes = 0;
-    parse_modes(prog, default_modes, modes, &nmodes);
+    nmodes = tool_parse_modes(prog, default_modes, modes, MAX_MODES);
     size_t min_bytes = 64, max_bytes = (size_t)4 << 20;
     double skew_us = 1000;
     long iters = 64, warmup = 2;
@@ -208,7 +185,7 @@ static int skew_main(const char *bench, const char *prog, const char *help, cons
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': parse_modes(prog, optarg, modes, &nmodes); break;
+        case 'o': nmodes = tool_parse_modes(prog, optarg, modes, MAX_MODES); break;
         case 'm': min_bytes = tool_flag_bytes(prog, "--min-bytes", optarg); break;
         case 'M': max_bytes = tool_flag_bytes(prog, "--max-bytes", optarg); break;
         case 's': skew_us = tool_flag_double(prog, "--skew-us", optarg, 0, 1e7); break;

@@ -158,6 +158,22 @@ int tool_json_get_str(const char *text, const char *key, char *out, size_t len)
     return 1;
 }
 
+int tool_parse_modes(const char *prog, const char *list, tool_mode_t *modes, int max)
+{
+    char names[TOOL_MAX_MODES][32];
+    int n = tool_split_list(prog, "--modes", list, names, max < TOOL_MAX_MODES ? max : TOOL_MAX_MODES);
+    for (int i = 0; i < n; i++) {
+        tool_mode_t *m = &modes[i];
+        memcpy(m->name, names[i], sizeof m->name); /* both 32 characters */
+        m->kind = strcmp(names[i], "mpi") == 0 ? M_MPI : strcmp(names[i], "sync") == 0 ? M_SYNC : M_PARTIAL;
+        pcoll_partial_config_default(&m->cfg);
+        if (m->kind == M_PARTIAL && pcoll_partial_config_parse(names[i], &m->cfg) != PCOLL_SUCCESS)
+            tool_usage_error(prog, "--modes: \"%s\" is not mpi, sync, solo, majority, quorum:Q, group or group:S",
+                             names[i]);
+    }
+    return n;
+}
+
 void tool_mpi_init(int *argc, char ***argv, int *rank, int *size)
 {
     int provided;

@@ -32,6 +32,21 @@ int tool_json_get_num(const char *text, const char *key, double *out);
 int tool_json_get_str(const char *text, const char *key, char *out, size_t len);
 
 /* MPI_Init_thread(MULTIPLE) or exit with a message. */
+/* The modes of the skew and group benchmarks (pcoll-bench, pcoll-sim):
+ * "mpi" (MPI_Allreduce), "sync" (pcoll_allreduce) or a partial object's
+ * kind (pcoll_partial_config_parse: solo, majority, quorum:Q, group,
+ * group:S). */
+#define TOOL_MAX_MODES 16
+typedef enum { M_MPI, M_SYNC, M_PARTIAL } tool_mode_kind_t;
+typedef struct tool_mode {
+    char name[32];
+    tool_mode_kind_t kind;
+    pcoll_partial_config_t cfg;
+} tool_mode_t;
+/* A comma-separated --modes list into modes (room for max); returns their
+ * number; exits with a usage error naming a bad one. */
+int tool_parse_modes(const char *prog, const char *list, tool_mode_t *modes, int max);
+
 void tool_mpi_init(int *argc, char ***argv, int *rank, int *size);
 /* pcoll_init on MPI_COMM_WORLD or MPI_Abort with pcoll's message. */
 pcoll_t *tool_pcoll_init(void);

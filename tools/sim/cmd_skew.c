@@ -371,18 +371,10 @@ static void obj_init(obj_t *o, const pcoll_partial_config_t *cfg, size_t count, 
 
 /* ---- the benchmark ---- */
 
-typedef enum { M_MPI, M_SYNC, M_PARTIAL } mode_kind_t;
-
-typedef struct mode {
-    char name[32];
-    mode_kind_t kind;
-    pcoll_partial_config_t cfg;
-} bench_mode_t;
-
-#define MAX_MODES 16
+#define MAX_MODES TOOL_MAX_MODES
 
 static struct {
-    bench_mode_t modes[MAX_MODES];
+    tool_mode_t modes[MAX_MODES];
     int nmodes;
     size_t min_bytes, max_bytes;
     double skew_s;
@@ -399,7 +391,7 @@ static obj_t *objs; /* [size][mode] */
 
 static void run_mode(sim_rank_t *r, int k, int mi, size_t bytes)
 {
-    const bench_mode_t *m = &S.modes[mi];
+    const tool_mode_t *m = &S.modes[mi];
     obj_t *o = &objs[k * MAX_MODES + mi];
     pc_sched_t *s = NULL;
     part_t *p = NULL;
@@ -481,21 +473,6 @@ static const char *common_help =
     "                  sent_bytes_per_round, rounds_per_iter, speedup_vs_mpi,\n"
     "                  latency_us_by_rank; then the {\"bench\": \"sim\"} line\n";
 
-static void parse_modes(const char *prog, const char *list)
-{
-    char names[MAX_MODES][32];
-    S.nmodes = tool_split_list(prog, "--modes", list, names, MAX_MODES);
-    for (int i = 0; i < S.nmodes; i++) {
-        bench_mode_t *m = &S.modes[i];
-        memcpy(m->name, names[i], sizeof m->name);
-        m->kind = !strcmp(names[i], "mpi") ? M_MPI : !strcmp(names[i], "sync") ? M_SYNC : M_PARTIAL;
-        pcoll_partial_config_default(&m->cfg);
-        if (m->kind == M_PARTIAL && pcoll_partial_config_parse(names[i], &m->cfg) != PCOLL_SUCCESS)
-            tool_usage_error(prog, "--modes: \"%s\" is not mpi, sync, solo, majority, quorum:Q, group or group:S",
-                             names[i]);
-    }
-}
-
 static void print_results(const char *bench, int json, int per_rank)
 {
     int P = sim.P, k = 0;
@@ -507,7 +484,7 @@ static void print_results(const char *bench, int json, int per_rank)
     for (size_t bytes = S.min_bytes; bytes <= S.max_bytes; bytes *= 8, k++) {
         double mpi_latency = 0;
         for (int mi = 0; mi < S.nmodes; mi++) {
-            const bench_mode_t *m = &S.modes[mi];
+            const tool_mode_t *m = &S.modes[mi];
             double lat = 0, nap = 0, mem = 0, rounds = 0, sent = 0;
             for (int i = 0; i < P; i++) {
                 by_rank[i] = S.lat[at(k, mi, i)] / S.iters;
@@ -602,7 +579,7 @@ int sim_cmd_skew(int argc, char **argv, int group)
         }
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
-    parse_modes(prog, modes);
+    S.nmodes = tool_parse_modes(prog, modes, S.modes, MAX_MODES);
     tool_byte_range(prog, &S.min_bytes, S.max_bytes);
     if (S.min_bytes < 4) tool_usage_error(prog, "--min-bytes: at least one float (4 bytes)");
     sim_model_check(prog, &m);
