@@ -77,7 +77,7 @@ for e in $exps; do
     eager)
         f="$out/eager.json"; : >"$f"
         for p in $(ranks_upto 8); do
-            "$sim" skew --ranks "$p" --modes mpi,solo,majority --min-bytes 64 --max-bytes 64 --iters 8 $plat --json \
+            "$sim" skew --ranks "$p" --modes mpi,solo,majority --min-bytes 64 --max-bytes 64 --iters 64 $plat --json \
                 >>"$f"
         done
         for m in mpi solo majority; do col "$f" mode "$m" ranks avg_latency_us 0.001 >"$out/eager-$m.dat"; done
