@@ -36,7 +36,7 @@
  *     gather:  wait for the part; own slice into own gather slot; barrier;
  *              copy every other member's slice from its gather slot
  *     On one node the gather of piece j follows its reduce; across nodes it
- *     lags PIPELINE_DEPTH - 1 pieces behind, so that the links carry the
+ *     lags PC_SHM_PIPELINE_DEPTH - 1 pieces behind, so that the links carry the
  *     parts of several pieces while the node adds up the next ones.
  *
  *   node 0: r0 r1 --+-- column 0: r0, r2, r4, r6 (slices 0 of every piece)
@@ -84,12 +84,6 @@
 
 #define LINE 64
 #define HEAD 32 /* a slot's header: a small message's data shares its line (one line written per call) */
-/* Pieces whose parts across nodes are in flight at once (several nodes):
- * the links stay busy while this node adds up the next pieces.  Measured
- * on the emulated cluster at 1 Gbit/s, 2 to 32 MiB, 256 KiB slots: 4 in
- * flight reached 79 to 94% of the link at 4 x 2, 8 reached 91 to 98% (16
- * no more; 8 of 1 MiB less: 85 to 94%). */
-#define PIPELINE_DEPTH 8
 /* Several nodes: the latency path while (ranks per node) x bytes is within
  * this, since every rank of a node then sends the whole message across
  * the link (in parallel: no second barrier). */
@@ -155,7 +149,7 @@ static size_t area_at(size_t stride, size_t gstride) { return counter_at(stride,
 
 /* A slot's data bytes: the latency path's largest message and a piece of
  * the slice path's, within the largest message. */
-static size_t slot_bytes(const pc_shm_sizes_t *z)
+size_t pc_shm_slot_bytes(const pc_shm_sizes_t *z)
 {
     size_t slot = z->chunk_bytes > z->slice_bytes ? z->chunk_bytes : z->slice_bytes;
     return slot < z->max_bytes ? slot : z->max_bytes;
@@ -168,10 +162,9 @@ static size_t slot_bytes(const pc_shm_sizes_t *z)
  * roughly, stay within PCOLL_SHM_SLICE_BYTES (measured: the crossing lies
  * near 64 KiB at 4 ranks and near 4 KiB at 16).  Across nodes the latency
  * path sends n copies over each node's link, the slice path one. */
-static int slice_shape(const pcoll_t *ctx, size_t bytes, int n, int nodes)
+int pc_shm_slice_shape(const pc_shm_sizes_t *z, size_t bytes, int n, int nodes)
 {
-    const pc_shm_sizes_t *z = &ctx->shm_sizes;
-    if (bytes > slot_bytes(z)) return 1;
+    if (bytes > pc_shm_slot_bytes(z)) return 1;
     if (nodes > 1) return bytes > HIER_LATENCY_BYTES / (size_t)n;
     return n > 1 && bytes > z->slice_bytes / (size_t)(n - 1);
 }
@@ -180,8 +173,15 @@ void pc_shm_shape(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, int n, 
                   int *slice)
 {
     size_t es = pcoll_dtype_size(dtype);
-    *slice = slice_shape(ctx, count * es, n, nodes);
-    *piece = *slice ? slot_bytes(&ctx->shm_sizes) / es : count > 0 ? count : 1;
+    *slice = pc_shm_slice_shape(&ctx->shm_sizes, count * es, n, nodes);
+    *piece = *slice ? pc_shm_slot_bytes(&ctx->shm_sizes) / es : count > 0 ? count : 1;
+}
+
+int pc_shm_blocking_shape(const pc_shm_sizes_t *z, size_t bytes, int n, int nodes)
+{
+    /* one rank per node: its latency path would be the message algorithm
+     * and a copy; the slice path pipelines the parts across nodes */
+    return n > 1 || pc_shm_slice_shape(z, bytes, n, nodes);
 }
 
 /* Every node has the same number of ranks (the columns across nodes need
@@ -240,7 +240,7 @@ int pc_shm_allreduce_open(pcoll_t *ctx)
     /* a slot holds the latency path's largest message and a piece of the
      * slice path's; a gather slot a member's slice of a piece (whole lines,
      * and the last slice's few elements beyond them) */
-    size_t chunk = slot_bytes(sizes);
+    size_t chunk = pc_shm_slot_bytes(sizes);
     size_t stride = (HEAD + chunk + LINE - 1) / LINE * LINE;
     size_t gstride = sh ? (chunk / LINE / (size_t)sh->n + 2) * LINE : 0;
     pc_nodemem_t mem;
@@ -280,7 +280,7 @@ int pc_shm_group_areas(const pcoll_t *ctx, char **area, size_t *data_bytes)
 {
     const struct pc_shm_allreduce *sh = ctx->shm;
     if (!sh) return 0;
-    *data_bytes = slot_bytes(&ctx->shm_sizes);
+    *data_bytes = pc_shm_slot_bytes(&ctx->shm_sizes);
     if (area)
         for (int k = 0; k < sh->n; k++) area[k] = seg_of(sh, k) + area_at(sh->stride, sh->gstride);
     return 1;
@@ -302,9 +302,7 @@ int pc_shm_allowed_any_algo(const pcoll_t *ctx, int n, size_t bytes, int tuned)
 int pc_shm_allreduce_fits(const pcoll_t *ctx, size_t bytes)
 {
     if (!ctx->shm || !pc_shm_allowed(ctx, ctx->size, bytes, 1)) return 0;
-    /* one rank per node: its latency path would be the message algorithm
-     * and a copy; the slice path pipelines the parts across nodes */
-    return ctx->shm->n > 1 || slice_shape(ctx, bytes, ctx->shm->n, ctx->shm->column.n);
+    return pc_shm_blocking_shape(&ctx->shm_sizes, bytes, ctx->shm->n, ctx->shm->column.n);
 }
 
 int pc_shm_allreduce_takes(const pcoll_t *ctx, size_t count, pcoll_dtype_t dtype)
@@ -495,7 +493,7 @@ typedef struct slices {
     size_t count, per_piece, es, bytes;
     pcoll_dtype_t dtype;
     pcoll_op_t op;
-    pcoll_request_t *across[PIPELINE_DEPTH]; /* piece j's part across nodes: [j % depth] */
+    pcoll_request_t *across[PC_SHM_PIPELINE_DEPTH]; /* piece j's part across nodes: [j % depth] */
     int depth;
 } slices_t;
 
@@ -559,7 +557,7 @@ static int slice_path(pcoll_t *ctx, const void *in, void *out, size_t count, pco
 {
     size_t es = pcoll_dtype_size(dtype);
     slices_t c = {in, out, count, per_piece, es, count * es, dtype, op, {NULL},
-                  ctx->shm->column.n > 1 ? PIPELINE_DEPTH : 1};
+                  ctx->shm->column.n > 1 ? PC_SHM_PIPELINE_DEPTH : 1};
     size_t pieces = (count + per_piece - 1) / per_piece, gathered = 0;
     int rc = PCOLL_SUCCESS;
     for (size_t j = 0; j < pieces && rc == PCOLL_SUCCESS; j++) {

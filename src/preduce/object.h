@@ -66,6 +66,10 @@ struct pcoll_preduce {
 
 /* ---- spec.c ---- */
 const char *pc_preduce_policy_name(pcoll_preduce_policy_t p);
+/* The controller's configuration for an object's config over P ranks
+ * (nodes: the ranks' nodes, used by inter_intra); pure, for the object's
+ * controller and pcoll-sim's. */
+pc_gen_config_t pc_preduce_gen_config(const pcoll_preduce_config_t *c, int P, const pc_nodes_t *nodes);
 
 /* ---- protocol.c ---- */
 /* The object's handlers and the controller (on the controller's rank);

@@ -194,19 +194,7 @@ int pc_preduce_protocol_init(pcoll_preduce_t *o)
     o->base.on_message = on_message;
     o->base.on_open = on_open;
     if (o->me != o->ctl || o->cfg.policy == PCOLL_PREDUCE_RIPPLES_STATIC) return 0;
-    const pcoll_preduce_config_t *c = &o->cfg;
-    pc_gen_config_t gc = {c->policy == PCOLL_PREDUCE_FIFO            ? PC_GEN_FIFO
-                          : c->policy == PCOLL_PREDUCE_RIPPLES_RANDOM ? PC_GEN_RANDOM
-                                                                      : PC_GEN_SMART,
-                          o->P,
-                          c->group_size,
-                          c->dynamic_weights,
-                          c->alpha,
-                          c->frozen_avoidance,
-                          c->window,
-                          c->slow_threshold,
-                          c->inter_intra ? o->nodes : NULL,
-                          c->seed};
+    pc_gen_config_t gc = pc_preduce_gen_config(&o->cfg, o->P, o->nodes);
     pc_gen_out_t go = {on_assign, on_finished, o};
     return (o->gen = pc_gen_create(&gc, &go)) ? 0 : -1;
 }

@@ -20,6 +20,25 @@ void pcoll_preduce_config_default(pcoll_preduce_config_t *cfg)
     cfg->seed = 1;
 }
 
+pc_gen_config_t pc_preduce_gen_config(const pcoll_preduce_config_t *c, int P, const pc_nodes_t *nodes)
+{
+    pc_gen_config_t gc;
+    memset(&gc, 0, sizeof gc);
+    gc.kind = c->policy == PCOLL_PREDUCE_FIFO            ? PC_GEN_FIFO
+              : c->policy == PCOLL_PREDUCE_RIPPLES_RANDOM ? PC_GEN_RANDOM
+                                                          : PC_GEN_SMART;
+    gc.P = P;
+    gc.group_size = c->group_size;
+    gc.dynamic = c->dynamic_weights;
+    gc.alpha = c->alpha;
+    gc.avoid_frozen = c->frozen_avoidance;
+    gc.window = c->window;
+    gc.slow_threshold = c->slow_threshold;
+    gc.nodes = c->inter_intra ? nodes : NULL;
+    gc.seed = c->seed;
+    return gc;
+}
+
 const char *pc_preduce_policy_name(pcoll_preduce_policy_t p)
 {
     return p == PCOLL_PREDUCE_FIFO             ? "fifo"

@@ -105,9 +105,24 @@ print(f"calibrate: fit error {c['fit_max_error']:.3f}, validation {c['validation
 sys.exit(0 if c["fit_max_error"] < 0.05 and c["validation_max_error"] < 0.05 else 1)
 PY
 
+# a backbone all flows share: 8 nodes' ring of 1 MiB at 1 Gbit/s moves
+# 14 MiB through it; at 2 Gbit/s that takes 4 times the links' limit
+for bb in "" "--backbone-rate 2gbit"; do
+    "$sim" allreduce --json --ranks 8 --platform switch --min-bytes 1M --max-bytes 1M $bb |
+        grep '"bench": *"allreduce"' >>"$dir/bb.json" || fail "pcoll-sim allreduce $bb"
+done
+"$py" - "$dir/bb.json" <<'PY' || fail "--backbone-rate did not limit the traffic"
+import json, sys
+free, shared = (json.loads(l)["pcoll_us"] for l in open(sys.argv[1]))
+print(f"backbone: 1 MiB over 8 nodes {free:.0f} us without, {shared:.0f} us with a 2 Gbit/s backbone")
+sys.exit(0 if 3.5 < shared / free < 4.5 else 1)
+PY
+
 # bad input: refused, naming the flag
 for bad in "allreduce --ranks 0" "allreduce --link-rate fast" "skew --modes nonsense" "allreduce --latency 5" \
-    "skew --ranks 8 --ranks-per-node 3" "nosuchcommand" "calibrate --measured /nonexistent"; do
+    "skew --ranks 8 --ranks-per-node 3" "nosuchcommand" "calibrate --measured /nonexistent" \
+    "calibrate --fit nonsense" "calibrate --variant nonsense" "allreduce --backbone-rate 0gbit" \
+    "allreduce --platform fattree --backbone-rate 10gbit"; do
     set -- $bad
     out=$("$sim" "$@" 2>&1) && fail "pcoll-sim $bad was accepted"
     flag=${2:-$1}

@@ -266,34 +266,13 @@ typedef struct refs {
     const pcoll_cost_model_t *model;
 } refs_t;
 
-static void json_row(const opts_t *o, int size, int L, const char *nm, const pcoll_fusion_plan_t *pl, double meas,
+static void json_row(const opts_t *o, int size, const char *nm, const pcoll_fusion_plan_t *pl, double meas,
                      const refs_t *r)
 {
     tool_json_t j;
     tool_json_begin(&j);
-    tool_json_str(&j, "bench", "fusion");
-    tool_json_str(&j, "strategy", nm);
-    tool_json_int(&j, "ranks", size);
-    tool_json_int(&j, "layers", L);
-    tool_json_int(&j, "buckets", pl->nbuckets);
-    tool_json_num(&j, "predicted_iter_us", pl->iter_us);
-    tool_json_num(&j, "compute_us", pl->compute_us);
-    tool_json_num(&j, "comm_us", pl->comm_us);
-    tool_json_num(&j, "exposed_us", pl->exposed_us);
-    tool_json_num(&j, "speedup_vs_wfbp", r->wfbp / pl->iter_us);
-    tool_json_num(&j, "speedup_vs_single", r->single / pl->iter_us);
-    tool_json_num(&j, "model_a_us", r->model->a_us);
-    tool_json_num(&j, "model_b_us", r->model->b_us);
-    tool_json_str(&j, "cost", r->cost);
-    double first[pl->nbuckets > 0 ? pl->nbuckets : 1];
-    for (int b = 0; b < pl->nbuckets; b++) first[b] = pl->first[b];
-    tool_json_nums(&j, "bucket_first_layer", first, (size_t)pl->nbuckets);
-    if (o->measure) {
-        tool_json_num(&j, "measured_iter_us", meas);
-        tool_json_num(&j, "measured_over_predicted", meas / pl->iter_us);
-        if (!isnan(r->m_wfbp)) tool_json_num(&j, "measured_speedup_vs_wfbp", r->m_wfbp / meas);
-        if (!isnan(r->m_single)) tool_json_num(&j, "measured_speedup_vs_single", r->m_single / meas);
-    }
+    tool_json_fusion_plan(&j, nm, size, pl, r->wfbp, r->single, r->model);
+    if (o->measure) tool_json_fusion_measured(&j, pl, meas, r->m_wfbp, r->m_single);
     tool_json_end(&j, stdout);
 }
 
@@ -360,7 +339,7 @@ int bench_fusion(int argc, char **argv, int rank, int size)
         char nm[64];
         pcoll_fusion_spec_name(&o.spec[k], nm, sizeof nm);
         if (o.json)
-            json_row(&o, size, m.prof.nlayers, nm, pl[k], meas[k], &r);
+            json_row(&o, size, nm, pl[k], meas[k], &r);
         else
             text_row(&o, nm, pl[k], meas[k], &r);
     }

@@ -116,6 +116,39 @@ void tool_json_nums(tool_json_t *j, const char *key, const double *values, size_
     free(text);
 }
 
+void tool_json_fusion_plan(tool_json_t *j, const char *strategy, int ranks, const pcoll_fusion_plan_t *pl,
+                           double wfbp_us, double single_us, const pcoll_cost_model_t *model)
+{
+    tool_json_str(j, "bench", "fusion");
+    tool_json_str(j, "strategy", strategy);
+    tool_json_int(j, "ranks", ranks);
+    tool_json_int(j, "layers", pl->nlayers);
+    tool_json_int(j, "buckets", pl->nbuckets);
+    tool_json_num(j, "predicted_iter_us", pl->iter_us);
+    tool_json_num(j, "compute_us", pl->compute_us);
+    tool_json_num(j, "comm_us", pl->comm_us);
+    tool_json_num(j, "exposed_us", pl->exposed_us);
+    tool_json_num(j, "speedup_vs_wfbp", wfbp_us / pl->iter_us);
+    tool_json_num(j, "speedup_vs_single", single_us / pl->iter_us);
+    tool_json_num(j, "model_a_us", model->a_us);
+    tool_json_num(j, "model_b_us", model->b_us);
+    tool_json_str(j, "cost", model->piecewise ? "piecewise" : "linear");
+    double *first = malloc(sizeof(double) * (size_t)(pl->nbuckets > 0 ? pl->nbuckets : 1));
+    if (!first) return;
+    for (int b = 0; b < pl->nbuckets; b++) first[b] = pl->first[b];
+    tool_json_nums(j, "bucket_first_layer", first, (size_t)pl->nbuckets);
+    free(first);
+}
+
+void tool_json_fusion_measured(tool_json_t *j, const pcoll_fusion_plan_t *pl, double measured_us, double wfbp_us,
+                               double single_us)
+{
+    tool_json_num(j, "measured_iter_us", measured_us);
+    tool_json_num(j, "measured_over_predicted", measured_us / pl->iter_us);
+    if (!isnan(wfbp_us)) tool_json_num(j, "measured_speedup_vs_wfbp", wfbp_us / measured_us);
+    if (!isnan(single_us)) tool_json_num(j, "measured_speedup_vs_single", single_us / measured_us);
+}
+
 void tool_json_end(tool_json_t *j, FILE *out)
 {
     fprintf(out, "%s}\n", j->buf);

@@ -25,6 +25,16 @@ void tool_json_num(tool_json_t *j, const char *key, double value);
 void tool_json_int(tool_json_t *j, const char *key, long long value);
 void tool_json_nums(tool_json_t *j, const char *key, const double *values, size_t n); /* an array */
 void tool_json_end(tool_json_t *j, FILE *out);
+/* The keys of a fusion plan's row, the same in pcoll-bench fusion and
+ * pcoll-sim fusion: strategy, ranks, layers, buckets, the predicted times,
+ * the speedups against WFBP's and a single bucket's predicted iteration,
+ * the cost model, bucket_first_layer; then, measured (or simulated) >= 0,
+ * measured_iter_us and its ratios (the references' measured times, NAN
+ * when they did not run). */
+void tool_json_fusion_plan(tool_json_t *j, const char *strategy, int ranks, const pcoll_fusion_plan_t *pl,
+                           double wfbp_us, double single_us, const pcoll_cost_model_t *model);
+void tool_json_fusion_measured(tool_json_t *j, const pcoll_fusion_plan_t *pl, double measured_us, double wfbp_us,
+                               double single_us);
 /* Reading a field of a flat JSON object (one line, as the tools write them):
  * 1 and *out set, 0 if the key is absent, -1 if its value is not a finite
  * number (a string). */

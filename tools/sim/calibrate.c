@@ -11,8 +11,8 @@
  *   valid.:  every other point (the other node counts, the other sizes,
  *            skew and group rounds)
  *        |
- *   Nelder-Mead on the factors' logarithms (msg cost, wake, link latency,
- *   rate share, loss factor): each evaluation runs this program's own commands
+ *   Nelder-Mead on the factors' logarithms (--fit: msg cost, wake, link
+ *   latency, rate share, loss factor; a backbone's rate): each evaluation runs this program's own commands
  *   (allreduce, skew, group) as child processes with the candidate factors,
  *   and scores the mean squared log ratio over the fit set
  *        v
@@ -46,13 +46,16 @@ typedef struct config {
     double min_bytes, max_bytes;
 } config_t;
 
-enum { MAX_POINTS = 4096, MAX_CONFIGS = 64, NPARAM = 5 };
+enum { MAX_POINTS = 4096, MAX_CONFIGS = 64, NPARAM = 6 };
 
 static point_t pts[MAX_POINTS];
 static int npts;
 static config_t cfgs[MAX_CONFIGS];
 static int ncfgs;
 static char self_exe[4096];
+/* the allreduce column fitted: pcoll's (pcoll_us) or the MPI library's
+ * (mpi_us: Open MPI measured, the MPI stand-in simulated) */
+static const char *variant = "pcoll";
 
 /* JSON lines: a field that is there and valid (tool_json_get_*) */
 static int json_num(const char *line, const char *key, double *out) { return tool_json_get_num(line, key, out) > 0; }
@@ -60,6 +63,13 @@ static int json_num(const char *line, const char *key, double *out) { return too
 static int json_str(const char *line, const char *key, char *out, size_t len)
 {
     return tool_json_get_str(line, key, out, len) > 0;
+}
+
+static int allreduce_us(const char *line, double *us)
+{
+    char key[16];
+    snprintf(key, sizeof key, "%s_us", variant);
+    return json_num(line, key, us);
 }
 
 /* "allreduce-4x1-100mbit.json" -> bench, nodes, rpn, rate */
@@ -100,8 +110,8 @@ static void read_file(const char *prog, const char *dir, const char *name)
         if (!json_str(line, "bench", p.bench, sizeof p.bench) || strcmp(p.bench, c.bench)) continue;
         int ok = json_num(line, "bytes", &p.bytes);
         if (!strcmp(c.bench, "allreduce")) {
-            ok = ok && json_num(line, "pcoll_us", &p.measured_us);
-            strcpy(p.mode, "pcoll");
+            ok = ok && allreduce_us(line, &p.measured_us);
+            snprintf(p.mode, sizeof p.mode, "%s", variant);
         } else {
             ok = ok && json_num(line, "avg_latency_us", &p.measured_us) && json_str(line, "mode", p.mode, sizeof p.mode);
             if (ok && !strcmp(p.mode, "mpi")) continue; /* Open MPI's own: not pcoll's code */
@@ -175,15 +185,18 @@ static void merge_runs(void)
 /* ---- the factors ---- */
 
 typedef struct param {
-    const char *flag, *key;
+    const char *name; /* its flag without the dashes */
     double lo, hi;
 } param_t;
 
+/* every factor calibrate can fit, in the units of its flag (--msg-cost
+ * etc.: microseconds; --backbone-rate: bits per second) */
 static const param_t params[NPARAM] = {
-    {"--msg-cost", "msg_cost_us", 0.1, 500},  {"--wake", "wake_us", 0.1, 500},
-    {"--latency", "link_latency_us", 0.1, 1000}, {"--bw-factor", "bw_factor", 0.02, 1},
-    {"--loss-factor", "loss_factor", 0, 5},
+    {"msg-cost", 0.1, 500}, {"wake", 0.1, 500},       {"latency", 0.1, 1000},
+    {"bw-factor", 0.02, 1}, {"loss-factor", 0, 5}, {"backbone-rate", 1e6, 1e12},
 };
+/* the ones fitted (--fit): indices into params */
+static int fitted[NPARAM], nfitted;
 
 static double get_param(const sim_model_t *m, int i)
 {
@@ -192,7 +205,8 @@ static double get_param(const sim_model_t *m, int i)
     case 1: return m->wake_s * 1e6;
     case 2: return m->link_lat_s * 1e6;
     case 3: return m->bw_factor;
-    default: return m->loss_factor;
+    case 4: return m->loss_factor;
+    default: return m->backbone_bps;
     }
 }
 
@@ -205,8 +219,29 @@ static void set_param(sim_model_t *m, int i, double v)
     case 1: m->wake_s = v * 1e-6; break;
     case 2: m->link_lat_s = v * 1e-6; break;
     case 3: m->bw_factor = v; break;
-    default: m->loss_factor = v; break;
+    case 4: m->loss_factor = v; break;
+    default: m->backbone_bps = v; break;
     }
+}
+
+/* "msg-cost,latency,...": the factors to fit */
+static void parse_fit(const char *prog, const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    nfitted = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int k = -1;
+        for (int i = 0; i < NPARAM; i++)
+            if (!strcmp(tok, params[i].name)) k = i;
+        if (k < 0)
+            tool_usage_error(prog, "--fit: \"%s\" is not msg-cost, wake, latency, bw-factor, loss-factor or "
+                                   "backbone-rate", tok);
+        for (int i = 0; i < nfitted; i++)
+            if (fitted[i] == k) tool_usage_error(prog, "--fit: \"%s\" twice", tok);
+        fitted[nfitted++] = k;
+    }
+    if (!nfitted) tool_usage_error(prog, "--fit: no factor named");
 }
 
 /* ---- one evaluation: every configuration simulated ---- */
@@ -229,6 +264,8 @@ static FILE *start_config(const config_t *c, const sim_model_t *m)
                      self_exe, c->bench, c->nodes * c->rpn, c->rpn, c->rate_bps / 1e6, c->min_bytes, c->max_bytes,
                      m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->loss_factor,
                      m->reduce_Bps, m->shm_Bps, sim_platform_name(m->platform), m->cores);
+    if (m->backbone_bps > 0)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " --backbone-rate %.6gmbit", m->backbone_bps / 1e6);
     /* fewer repetitions than pcoll-bench's 200 for small sizes: enough for
      * the tbf buckets' steady state */
     if (strcmp(c->bench, "allreduce") != 0)
@@ -247,12 +284,13 @@ static void collect_config(const config_t *c, FILE *f)
 {
     char line[65536];
     while (fgets(line, sizeof line, f)) {
-        char bench[16] = "", mode[24] = "pcoll";
+        char bench[16] = "", mode[24];
+        snprintf(mode, sizeof mode, "%s", variant);
         double bytes, us;
         if (!json_str(line, "bench", bench, sizeof bench) || strcmp(bench, c->bench) || !json_num(line, "bytes", &bytes))
             continue;
         if (strcmp(bench, "allreduce") ? !json_str(line, "mode", mode, sizeof mode) || !json_num(line, "avg_latency_us", &us)
-                                       : !json_num(line, "pcoll_us", &us))
+                                       : !allreduce_us(line, &us))
             continue;
         for (int i = 0; i < npts; i++)
             if (pts[i].nodes == c->nodes && pts[i].rpn == c->rpn && pts[i].rate_bps == c->rate_bps &&
@@ -296,12 +334,15 @@ static double score(const sim_model_t *m)
 }
 
 /* The search runs in x = log(factor) (the loss factor: log(0.01 + it)), so
- * that every step is relative. */
+ * that every step is relative; x holds the fitted factors only. */
 static double to_x(const sim_model_t *m, int i) { return i == 4 ? log(0.01 + get_param(m, i)) : log(get_param(m, i)); }
 
 static void from_x(sim_model_t *m, const double *x)
 {
-    for (int i = 0; i < NPARAM; i++) set_param(m, i, i == 4 ? exp(x[i]) - 0.01 : exp(x[i]));
+    for (int k = 0; k < nfitted; k++) {
+        int i = fitted[k];
+        set_param(m, i, i == 4 ? exp(x[k]) - 0.01 : exp(x[k]));
+    }
 }
 
 static double score_x(const sim_model_t *base, const double *x)
@@ -311,15 +352,25 @@ static double score_x(const sim_model_t *base, const double *x)
     return score(&t);
 }
 
-/* Nelder-Mead over the factors: a simplex of NPARAM + 1 points, reflected,
- * expanded, contracted and shrunk toward the best, for at most `evals`
- * evaluations. */
+static void report(const sim_model_t *base, const double *x, int used, double f)
+{
+    sim_model_t t = *base;
+    from_x(&t, x);
+    fprintf(stderr, "calibrate: %d evaluations, score %.5f (", used, f);
+    for (int k = 0; k < nfitted; k++)
+        fprintf(stderr, "%s%s %.4g", k ? ", " : "", params[fitted[k]].name, get_param(&t, fitted[k]));
+    fprintf(stderr, ")\n");
+}
+
+/* Nelder-Mead over the fitted factors: a simplex of n + 1 points,
+ * reflected, expanded, contracted and shrunk toward the best, for at most
+ * `evals` evaluations. */
 static void fit(sim_model_t *m, int evals, int verbose)
 {
-    enum { N = NPARAM };
-    double x[N + 1][N], f[N + 1];
+    const int N = nfitted;
+    double x[NPARAM + 1][NPARAM] = {{0}}, f[NPARAM + 1] = {0};
     for (int k = 0; k <= N; k++) {
-        for (int i = 0; i < N; i++) x[k][i] = to_x(m, i) + (k == i + 1 ? 0.4 : 0);
+        for (int i = 0; i < N; i++) x[k][i] = to_x(m, fitted[i]) + (k == i + 1 ? 0.4 : 0);
         f[k] = score_x(m, x[k]);
     }
     int used = N + 1;
@@ -333,7 +384,7 @@ static void fit(sim_model_t *m, int evals, int verbose)
         for (int k = 0; k <= N; k++)
             if (k != hi && f[k] > f[nh]) nh = k;
         if (f[hi] - f[lo] < 1e-6) break;
-        double c[N] = {0}, xr[N], xe[N], xc[N];
+        double c[NPARAM] = {0}, xr[NPARAM], xe[NPARAM], xc[NPARAM];
         for (int k = 0; k <= N; k++)
             if (k != hi)
                 for (int i = 0; i < N; i++) c[i] += x[k][i] / N;
@@ -365,13 +416,7 @@ static void fit(sim_model_t *m, int evals, int verbose)
                 }
             }
         }
-        if (verbose) {
-            sim_model_t t = *m;
-            from_x(&t, x[lo]);
-            fprintf(stderr, "calibrate: %d evaluations, score %.5f (msg %.3g us, wake %.3g us, lat %.3g us, bw %.3g, "
-                            "loss %.3g)\n",
-                    used, f[lo], t.msg_cost_s * 1e6, t.wake_s * 1e6, t.link_lat_s * 1e6, t.bw_factor, t.loss_factor);
-        }
+        if (verbose) report(m, x[lo], used, f[lo]);
     }
     int lo = 0;
     for (int k = 0; k <= N; k++)
@@ -440,6 +485,12 @@ static const char *help =
     "  --fit-nodes L    node counts whose allreduce points (sizes 8 x 4^i) are\n"
     "                   fitted (default: the fewest and the most at each rate)\n"
     "  --evals N        simulations of the fit set at most (default 150)\n"
+    "  --fit LIST       the factors fitted, the others kept as given: msg-cost,\n"
+    "                   wake, latency, bw-factor, loss-factor, backbone-rate\n"
+    "                   (default the first five; backbone-rate needs a start,\n"
+    "                   --backbone-rate R, on switch or cluster)\n"
+    "  --variant V      the allreduce column: pcoll (pcoll_us, default) or mpi\n"
+    "                   (mpi_us: the MPI library measured, its stand-in simulated)\n"
     "  --check          no fit: only compare the model as given (flags, --model)\n"
     "  --out FILE       the factors and every point (default\n"
     "                   results/sim/calibration.json); --model FILE reads it\n"
@@ -450,10 +501,12 @@ int sim_cmd_calibrate(int argc, char **argv)
     const char *prog = "pcoll-sim calibrate";
     const char *dir = "data/cluster", *out = "results/sim/calibration.json", *fit_nodes = NULL;
     int evals = 150, check = 0, verbose = 1;
+    const char *fit_list = "msg-cost,wake,latency,bw-factor,loss-factor";
     sim_model_t m;
     sim_model_defaults(&m, SIM_CLUSTER);
     static struct option opts[] = {{"measured", required_argument, 0, 'd'}, {"fit-nodes", required_argument, 0, 'f'},
                                    {"evals", required_argument, 0, 'r'},   {"check", no_argument, 0, 'c'},
+                                   {"variant", required_argument, 0, 'v'},  {"fit", required_argument, 0, 'F'},
                                    {"out", required_argument, 0, 'o'},      {"quiet", no_argument, 0, 'q'},
                                    {"help", no_argument, 0, 'h'},           SIM_COMMON_OPTS,
                                    {0, 0, 0, 0}};
@@ -466,6 +519,12 @@ int sim_cmd_calibrate(int argc, char **argv)
         case 'f': fit_nodes = optarg; break;
         case 'r': evals = (int)tool_flag_long(prog, "--evals", optarg, 1, 100000); break;
         case 'c': check = 1; break;
+        case 'F': fit_list = optarg; break;
+        case 'v':
+            if (strcmp(optarg, "pcoll") && strcmp(optarg, "mpi"))
+                tool_usage_error(prog, "--variant: \"%s\" is not pcoll or mpi", optarg);
+            variant = optarg;
+            break;
         case 'o': out = optarg; break;
         case 'q': verbose = 0; break;
         case 'h': fputs(help, stdout); return 0;
@@ -474,6 +533,11 @@ int sim_cmd_calibrate(int argc, char **argv)
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
     sim_model_finish(&m);
+    parse_fit(prog, fit_list);
+    for (int k = 0; k < nfitted; k++)
+        if (fitted[k] == 5 && m.backbone_bps <= 0)
+            tool_usage_error(prog, "--fit backbone-rate: give a start with --backbone-rate R");
+    sim_model_check(prog, &m);
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
     if (n <= 0) tool_usage_error(prog, "cannot find this program's path (/proc/self/exe)");
     self_exe[n] = '\0';

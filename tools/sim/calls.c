@@ -7,7 +7,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
+#include "core/shm_allreduce.h"
 #include "sim.h"
+
+/* The library's defaults (PCOLL_ALLREDUCE_*_BYTES, PCOLL_SHM_*_BYTES), as
+ * a context without PCOLL_* variables has them. */
+static const pc_config_t *lib_config(void)
+{
+    static pc_config_t cfg;
+    static int made;
+    if (!made) {
+        pc_config_defaults(&cfg);
+        made = 1;
+    }
+    return &cfg;
+}
+
+static pc_shm_sizes_t lib_shm_sizes(void)
+{
+    const pc_config_t *c = lib_config();
+    return (pc_shm_sizes_t){c->shm_allreduce_bytes, c->shm_slice_bytes, c->shm_chunk_bytes};
+}
+
+size_t sim_small_bytes(void) { return lib_config()->small_bytes; }
 
 pcoll_allreduce_algo_t sim_mpi_rule(size_t bytes, int n)
 {
@@ -17,8 +40,8 @@ pcoll_allreduce_algo_t sim_mpi_rule(size_t bytes, int n)
 
 pcoll_allreduce_algo_t sim_pcoll_rule(pcoll_allreduce_algo_t forced, size_t bytes, int n)
 {
-    /* the context's defaults: PCOLL_DIRECT_BYTES 32768, PCOLL_SMALL_BYTES 8192 */
-    return pc_allreduce_choose(PC_USE_CALL, forced, PCOLL_ALGO_AUTO, 32768, 8192, bytes, n);
+    const pc_config_t *c = lib_config();
+    return pc_allreduce_choose(PC_USE_CALL, forced, PCOLL_ALGO_AUTO, c->direct_bytes, c->small_bytes, bytes, n);
 }
 
 pc_sched_t *sim_allreduce_sched(sim_rank_t *r, size_t bytes, pcoll_allreduce_algo_t algo, int n, int idx,
@@ -60,20 +83,19 @@ void sim_allreduce_run(sim_rank_t *r, pc_sched_t *s)
 
 /* ---- pcoll_allreduce's node-shared path (core/shm_allreduce.c) ----
  *
- *   per piece j of at most a slot (256 KiB):    node:  K members
+ *   per piece j of at most a slot (pc_shm_slot_bytes): node: K members
  *     reduce: the node's K parts of the piece   -> charged: K x slice bytes
  *     across: this member's slice (piece / K) with its column (the ranks
  *             of the same place on every node): a schedule from src/algo,
- *             started on the progress actor, PIPELINE pieces in flight
+ *             started on the progress actor, PC_SHM_PIPELINE_DEPTH pieces
+ *             in flight
  *     gather: wait for piece j - PIPELINE + 1, copy the K slices out
- *   small messages (K x bytes <= 8 KiB across nodes): the latency path, one
+ *   small messages (pc_shm_slice_shape says no): the latency path, one
  *   piece of the whole message, every member with its column
  *
  * The node-shared barriers are not simulated apart: their cost is in the
  * calibrated wake and message costs.
  */
-enum { SHM_SLOT = 256 << 10, SHM_PIPELINE = 8, SHM_HIER_LATENCY = 8 << 10 };
-
 typedef struct piece_run {
     sim_rank_t *r;
     pc_sched_t *s;
@@ -85,10 +107,9 @@ int sim_pcoll_takes_shm(pcoll_allreduce_algo_t forced, size_t bytes)
 {
     const sim_model_t *m = &sim.model;
     int nodes = m->ranks / m->ranks_per_node, K = m->ranks_per_node;
-    if (forced != PCOLL_ALGO_AUTO) return 0;
-    if (K > 1) return 1;
-    /* one rank per node: the slice path only */
-    return nodes > 1 && bytes > SHM_HIER_LATENCY / (size_t)K;
+    pc_shm_sizes_t z = lib_shm_sizes();
+    if (forced != PCOLL_ALGO_AUTO || m->ranks < 2 || bytes > z.max_bytes) return 0;
+    return pc_shm_blocking_shape(&z, bytes, K, nodes);
 }
 
 static void piece_done(pc_sched_t *s, int status, void *arg)
@@ -152,19 +173,20 @@ void sim_pcoll_shm_run(sim_rank_t *r, size_t bytes, int channel)
     int K = m->ranks_per_node, nodes = m->ranks / K;
     int column[nodes > 0 ? nodes : 1];
     for (int v = 0; v < nodes; v++) column[v] = v * K + r->rank % K;
-    int latency = nodes > 1 ? (size_t)K * bytes <= SHM_HIER_LATENCY : bytes <= (64 << 10) / (size_t)(K > 1 ? K - 1 : 1);
-    size_t piece = latency ? bytes : SHM_SLOT;
+    pc_shm_sizes_t z = lib_shm_sizes();
+    int latency = !pc_shm_slice_shape(&z, bytes, K, nodes);
+    size_t piece = latency ? bytes : pc_shm_slot_bytes(&z);
     size_t pieces = (bytes + piece - 1) / piece;
-    piece_run_t run[SHM_PIPELINE];
+    piece_run_t run[PC_SHM_PIPELINE_DEPTH];
     memset(run, 0, sizeof run);
     size_t gathered = 0;
     for (size_t j = 0; j < pieces; j++) {
         size_t this = j + 1 < pieces ? piece : bytes - j * piece;
         size_t slice = latency ? this : (this + (size_t)K - 1) / (size_t)K;
-        piece_begin(r, &run[j % SHM_PIPELINE], slice, column, channel * 16 + (int)(j % SHM_PIPELINE));
-        while (j + 1 - gathered >= SHM_PIPELINE) piece_end(r, &run[gathered++ % SHM_PIPELINE], piece);
+        piece_begin(r, &run[j % PC_SHM_PIPELINE_DEPTH], slice, column, channel * 16 + (int)(j % PC_SHM_PIPELINE_DEPTH));
+        while (j + 1 - gathered >= PC_SHM_PIPELINE_DEPTH) piece_end(r, &run[gathered++ % PC_SHM_PIPELINE_DEPTH], piece);
     }
-    while (gathered < pieces) piece_end(r, &run[gathered++ % SHM_PIPELINE], piece);
-    for (int d = 0; d < SHM_PIPELINE; d++)
+    while (gathered < pieces) piece_end(r, &run[gathered++ % PC_SHM_PIPELINE_DEPTH], piece);
+    for (int d = 0; d < PC_SHM_PIPELINE_DEPTH; d++)
         if (run[d].s) pc_sched_free(run[d].s);
 }

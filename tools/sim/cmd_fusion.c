@@ -80,7 +80,7 @@ static const char *help =
     "                     bucket's lowest layer, in start order), platform,\n"
     "                     ranks_per_node, link_rate_bps; then {\"bench\": \"sim\", ...}\n";
 
-enum { MAXS = 16, SMALL_BYTES = 8192 };
+enum { MAXS = 16 };
 
 static const char *prog = "pcoll-sim fusion";
 
@@ -143,7 +143,7 @@ static pc_sched_t *build_sched(sim_rank_t *r, size_t bytes, pc_algo_use_t use, i
     int n = sim.P;
     pcoll_allreduce_algo_t algo = use == PC_USE_TREE
                                       ? pc_allreduce_choose(PC_USE_TREE, PCOLL_ALGO_AUTO, PCOLL_ALGO_AUTO, 0,
-                                                            SMALL_BYTES, bytes, n)
+                                                            sim_small_bytes(), bytes, n)
                                       : sim_pcoll_rule(PCOLL_ALGO_AUTO, bytes, n);
     pc_allreduce_spec_t sp = {n, r->rank, bytes / 4, PCOLL_FLOAT32, PCOLL_SUM, 1, 0, 0, 1};
     pc_sched_t *s = NULL;
@@ -505,29 +505,8 @@ static void json_row(const sim_model_t *m, const char *nm, const pcoll_fusion_pl
 {
     tool_json_t j;
     tool_json_begin(&j);
-    tool_json_str(&j, "bench", "fusion");
-    tool_json_str(&j, "strategy", nm);
-    tool_json_int(&j, "ranks", m->ranks);
-    tool_json_int(&j, "layers", pl->nlayers);
-    tool_json_int(&j, "buckets", pl->nbuckets);
-    tool_json_num(&j, "predicted_iter_us", pl->iter_us);
-    tool_json_num(&j, "compute_us", pl->compute_us);
-    tool_json_num(&j, "comm_us", pl->comm_us);
-    tool_json_num(&j, "exposed_us", pl->exposed_us);
-    tool_json_num(&j, "speedup_vs_wfbp", r->wfbp / pl->iter_us);
-    tool_json_num(&j, "speedup_vs_single", r->single / pl->iter_us);
-    tool_json_num(&j, "model_a_us", F.model.a_us);
-    tool_json_num(&j, "model_b_us", F.model.b_us);
-    tool_json_str(&j, "cost", F.model.piecewise ? "piecewise" : "linear");
-    tool_json_num(&j, "measured_iter_us", meas);
-    tool_json_num(&j, "measured_over_predicted", meas / pl->iter_us);
-    if (!isnan(r->m_wfbp)) tool_json_num(&j, "measured_speedup_vs_wfbp", r->m_wfbp / meas);
-    if (!isnan(r->m_single)) tool_json_num(&j, "measured_speedup_vs_single", r->m_single / meas);
-    double *first = malloc(sizeof(double) * (size_t)pl->nbuckets);
-    if (!first) die("out of memory", "results");
-    for (int b = 0; b < pl->nbuckets; b++) first[b] = pl->first[b];
-    tool_json_nums(&j, "bucket_first_layer", first, (size_t)pl->nbuckets);
-    free(first);
+    tool_json_fusion_plan(&j, nm, m->ranks, pl, r->wfbp, r->single, &F.model);
+    tool_json_fusion_measured(&j, pl, meas, r->m_wfbp, r->m_single);
     tool_json_str(&j, "bucket_start", F.serial ? "serial" : "executor");
     tool_json_str(&j, "platform", sim_platform_name(m->platform));
     tool_json_int(&j, "ranks_per_node", m->ranks_per_node);

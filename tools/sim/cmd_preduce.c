@@ -144,23 +144,6 @@ static int is_static(const policy_t *p) { return p->cfg.policy == PCOLL_PREDUCE_
 
 /* The controller's configuration from a spec, as pc_preduce_protocol_init
  * maps it (not callable apart: it also installs the object's handlers). */
-static void gen_config(const pcoll_preduce_config_t *c, pc_gen_config_t *gc)
-{
-    memset(gc, 0, sizeof *gc);
-    gc->kind = c->policy == PCOLL_PREDUCE_FIFO            ? PC_GEN_FIFO
-               : c->policy == PCOLL_PREDUCE_RIPPLES_RANDOM ? PC_GEN_RANDOM
-                                                           : PC_GEN_SMART;
-    gc->P = sim.P;
-    gc->group_size = c->group_size;
-    gc->dynamic = c->dynamic_weights;
-    gc->alpha = c->alpha;
-    gc->avoid_frozen = c->frozen_avoidance;
-    gc->window = c->window;
-    gc->slow_threshold = c->slow_threshold;
-    gc->nodes = c->inter_intra ? &C.nodes : NULL;
-    gc->seed = c->seed;
-}
-
 /* ---- the controller (its rank's progress actor) ---- */
 
 static void to_rank(sim_rank_t *r, int dst, msg_t *m, int n)
@@ -287,8 +270,7 @@ static void p_open(sim_rank_t *r, void *arg)
     (void)arg;
     rank_st_t *st = st_of(r);
     if (r->rank == ctl_of(st)) {
-        pc_gen_config_t gc;
-        gen_config(&cur(st)->cfg, &gc);
+        pc_gen_config_t gc = pc_preduce_gen_config(&cur(st)->cfg, sim.P, &C.nodes);
         pc_gen_out_t out = {on_assign, on_finished, r};
         if (!(st->gen = pc_gen_create(&gc, &out))) die("no memory for the controller", r->rank);
         st->nfinished = st->all_waiting = 0;

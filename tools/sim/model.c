@@ -42,6 +42,9 @@ const char *sim_common_help =
     "  --burst B          the emulated cluster's tbf bucket per link direction\n"
     "                     (default: scripts/cluster.sh's, 4 ms of the rate, at\n"
     "                     least 32K; 0 on switch and fattree)\n"
+    "  --backbone-rate R  switch and cluster: a capacity all nodes' traffic shares\n"
+    "                     (a switch's backplane), e.g. 25gbit (default none:\n"
+    "                     every pair of nodes meets only its own two links)\n"
     "  --cores N          CPUs: per node on switch and fattree (default 2 per rank),\n"
     "                     of the one machine every node runs on for cluster\n"
     "                     (default 2: the machine the measurements came from)\n";
@@ -128,6 +131,7 @@ int sim_common_flag(const char *prog, sim_model_t *m, int opt, const char *arg)
     case 1011: m->burst_bytes = (double)tool_flag_bytes(prog, "--burst", arg); return 1;
     case 1012: m->loss_factor = tool_flag_double(prog, "--loss-factor", arg, 0, 100); return 1;
     case 1013: m->cores = (int)tool_flag_long(prog, "--cores", arg, 1, 1 << 20); return 1;
+    case 1014: m->backbone_bps = tool_flag_rate(prog, "--backbone-rate", arg); return 1;
     default: return 0;
     }
 }
@@ -170,6 +174,8 @@ void sim_model_check(const char *prog, const sim_model_t *m)
         tool_usage_error(prog, "--ranks %d is not a multiple of --ranks-per-node %d", m->ranks, m->ranks_per_node);
     if (m->reduce_Bps <= 0) tool_usage_error(prog, "--reduce-rate must be positive");
     if (m->shm_Bps <= 0) tool_usage_error(prog, "--shm-rate must be positive");
+    if (m->backbone_bps > 0 && m->platform == SIM_FATTREE)
+        tool_usage_error(prog, "--backbone-rate: the fat tree has its own spine (switch or cluster only)");
 }
 
 int sim_model_load(sim_model_t *m, const char *path, char *err, size_t errlen)
@@ -197,6 +203,7 @@ int sim_model_load(sim_model_t *m, const char *path, char *err, size_t errlen)
         {"shm_latency_us", offsetof(sim_model_t, shm_lat_s), 1e-6},
         {"rendezvous_bytes", offsetof(sim_model_t, rendezvous_bytes), 1},
         {"loss_factor", offsetof(sim_model_t, loss_factor), 1},
+        {"backbone_rate_bps", offsetof(sim_model_t, backbone_bps), 1},
     };
     int found = 0;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -223,7 +230,7 @@ void sim_model_print(const sim_model_t *m, FILE *out)
     fprintf(out,
             "\"msg_cost_us\": %.4g, \"wake_us\": %.4g, \"link_latency_us\": %.4g, \"bw_factor\": %.4g, "
             "\"reduce_bytes_per_s\": %.4g, \"shm_bytes_per_s\": %.4g, \"shm_latency_us\": %.4g, "
-            "\"rendezvous_bytes\": %.0f, \"loss_factor\": %.4g, \"burst_bytes\": %.0f",
+            "\"rendezvous_bytes\": %.0f, \"loss_factor\": %.4g, \"burst_bytes\": %.0f, \"backbone_rate_bps\": %.4g",
             m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->reduce_Bps, m->shm_Bps,
-            m->shm_lat_s * 1e6, m->rendezvous_bytes, m->loss_factor, m->burst_bytes);
+            m->shm_lat_s * 1e6, m->rendezvous_bytes, m->loss_factor, m->burst_bytes, m->backbone_bps);
 }

@@ -6,6 +6,8 @@
  *
  *   switch, cluster:   node-i --link-- [crossbar]     every pair of nodes
  *                                                    meets only its two links
+ *                      (--backbone-rate: --link-- [backbone] --link--, one
+ *                      capacity every flow between nodes shares)
  *   fattree:           node-i --link-- leaf --link-- spine   (two levels,
  *                      a leaf per a nodes, a spines: full bisection)
  *
@@ -51,9 +53,11 @@ int sim_platform_write(const char *path, const sim_model_t *m)
         fattree_shape(nodes, &a, &b);
         fprintf(f, " topology=\"FAT_TREE\" topo_parameters=\"2;%d,%d;1,%d;1,1\"", a, b, a);
     }
-    /* else no backbone: a crossbar, where two nodes meet only their own
-     * links (an ideal switch; no shared constraint, so SimGrid's solver
-     * stays small) */
+    /* else a crossbar, where two nodes meet only their own links (an ideal
+     * switch; no shared constraint, so SimGrid's solver stays small), or
+     * with --backbone-rate a backplane every flow between nodes shares */
+    else if (m->backbone_bps > 0)
+        fprintf(f, " bb_bw=\"%.6gBps\" bb_lat=\"0s\"", m->backbone_bps / 8);
     fprintf(f, "/>\n</zone>\n</platform>\n");
     if (fclose(f) != 0) {
         fprintf(stderr, "pcoll-sim: cannot write the platform file %s\n", path);

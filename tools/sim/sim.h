@@ -48,6 +48,8 @@ typedef struct sim_model {
                                 eager limit); 0: every message eager */
     double burst_bytes; /* the cluster's tbf buckets (world.c); 0: none */
     double loss_factor; /* bytes beyond a full tbf queue are sent 1 + this times */
+    double backbone_bps; /* switch and cluster: a capacity all nodes' traffic
+                            shares, bits per second; 0: none (ideal switch) */
     int cores;          /* CPUs per node; on the cluster platform, of the one
                            machine every node runs on */
 } sim_model_t;
@@ -75,7 +77,8 @@ extern const char *sim_common_help;
         {"msg-cost", required_argument, 0, 1006}, {"bw-factor", required_argument, 0, 1007},                          \
         {"reduce-rate", required_argument, 0, 1008}, {"wake", required_argument, 0, 1009},                           \
         {"shm-rate", required_argument, 0, 1010}, {"burst", required_argument, 0, 1011},                             \
-        {"loss-factor", required_argument, 0, 1012}, {"cores", required_argument, 0, 1013}
+        {"loss-factor", required_argument, 0, 1012}, {"cores", required_argument, 0, 1013},                           \
+        {"backbone-rate", required_argument, 0, 1014}
 /* The cluster's tbf bucket for a link rate (scripts/cluster.sh's rule). */
 double sim_cluster_burst(double link_bps);
 /* Fills what depends on other factors (the cluster's burst from its rate);
@@ -198,6 +201,8 @@ void sim_charge(sim_rank_t *r, double seconds);
 pcoll_allreduce_algo_t sim_mpi_rule(size_t bytes, int n);
 /* pcoll_allreduce's message algorithm with the context's defaults. */
 pcoll_allreduce_algo_t sim_pcoll_rule(pcoll_allreduce_algo_t forced, size_t bytes, int n);
+/* The default PCOLL_ALLREDUCE_SMALL_BYTES (pc_config_defaults). */
+size_t sim_small_bytes(void);
 /* The schedule without data of an allreduce of `bytes` (float32) over n
  * members, this rank the idx-th (ranks: index -> rank, NULL for 0..n-1),
  * prepared on `channel`. */
@@ -206,8 +211,8 @@ pc_sched_t *sim_allreduce_sched(sim_rank_t *r, size_t bytes, pcoll_allreduce_alg
 /* From the app actor: runs s on the progress actor and waits for it. */
 void sim_allreduce_run(sim_rank_t *r, pc_sched_t *s);
 /* 1 if a blocking pcoll_allreduce of every rank takes the node-shared path
- * (core/shm_allreduce.h) on the simulated platform: any size with several
- * ranks per node, above 8 KiB with one. */
+ * (core/shm_allreduce.h) on the simulated platform, by the library's own
+ * shape rules and default sizes. */
 int sim_pcoll_takes_shm(pcoll_allreduce_algo_t forced, size_t bytes);
 /* From the app actor: that path (calls.c), its parts across nodes on
  * channels channel * 16 + 0..7. */
