@@ -14,7 +14,8 @@
 #   mgwfbp    MG-WFBP on GoogleNet's profile (data/mgwfbp), 4 to 64 nodes of
 #             one rank: wfbp, single (SyncEASGD), mgwfbp, on a switch whose
 #             factors are fitted to the paper's 10 GbE cluster (its OSU
-#             allreduce curves at 2, 4 and 8 nodes, data/mgwfbp)
+#             allreduce curves at 2, 4 and 8 nodes, data/mgwfbp), without
+#             and with a shared backplane
 #   preduce   the dynamic-group controller: groups per second and wait
 #             against P (8 to 1,024), fifo:3 and ripples:smart:3
 #   train     time per epoch against P (1 to 1,024), sync and fusion
@@ -69,7 +70,9 @@ for e in $exps; do
     case $e in
     scale)
         f="$out/scale.json"; : >"$f"
-        "$sim" allreduce --ranks 4096 --min-bytes 1M --max-bytes 1M --warmup 1 $plat --json >>"$f"
+        # off the cluster platform the simulation is deterministic and has no
+        # state to warm (no tbf buckets): one call of each variant
+        "$sim" allreduce --ranks 4096 --min-bytes 1M --max-bytes 1M --warmup 0 $plat --json >>"$f"
         "$sim" skew --ranks 4096 --modes sync,solo,majority --min-bytes 64 --max-bytes 64 --iters 2 --warmup 1 \
             $plat --json >>"$f"
         "$sim" group --ranks 4096 --modes group --min-bytes 64 --max-bytes 64 --iters 4 --warmup 1 $plat --json >>"$f"
@@ -89,7 +92,10 @@ for e in $exps; do
     wagma)
         f="$out/wagma.json"; : >"$f"
         for p in $(ranks_upto 16); do
-            "$sim" group --ranks "$p" --modes mpi,sync,group --min-bytes 64 --max-bytes 4M --iters 6 $plat --json >>"$f"
+            for b in 64 4M; do
+                "$sim" group --ranks "$p" --modes mpi,sync,group --min-bytes $b --max-bytes $b --iters 6 $plat --json \
+                    >>"$f"
+            done
         done
         for m in mpi sync group; do
             grep '"bytes":4194304' "$f" | col /dev/stdin mode "$m" ranks avg_latency_us 0.001 >"$out/wagma-$m.dat"
@@ -107,19 +113,33 @@ for e in $exps; do
             awk -F, 'NR > 1 { printf "{\"bench\":\"allreduce\",\"bytes\":%s,\"mpi_us\":%s}\n", $1, $2 }' \
                 "$here/../data/mgwfbp/osu-allreduce-${n}nodes.csv" >"$cal/allreduce-${n}x1-10gbit.json"
         done
-        "$sim" calibrate --measured "$cal" --variant mpi --platform switch --link-rate 10gbit --evals 80 --quiet \
-            --out "$out/mgwfbp-calibration.json" >"$out/mgwfbp-calibration.txt"
-        tail -2 "$out/mgwfbp-calibration.txt" >&2
-        f="$out/mgwfbp.json"; : >"$f"
+        # two networks fitted to the same curves: an ideal switch (every
+        # pair of nodes meets only its own links, as the paper's a + bM
+        # model extrapolates), and a switch whose backplane all traffic
+        # shares (its rate fitted too: the 8-node curve grows faster with
+        # size than per-node links allow)
         prof="$here/../data/mgwfbp/googlenet-k80-layers.csv"
-        for p in 4 8 16 32 64; do
-            "$sim" fusion --ranks "$p" --profile "$prof" --strategies wfbp,single,mgwfbp --iters 2 --platform switch \
-                --link-rate 10gbit --sim-model "$out/mgwfbp-calibration.json" --json >>"$f"
+        for net in switch backbone; do
+            fitf="msg-cost,wake,latency,bw-factor"; start=""
+            [ $net = backbone ] && { fitf="$fitf,backbone-rate"; start="--backbone-rate 20gbit"; }
+            "$sim" calibrate --measured "$cal" --variant mpi --platform switch --link-rate 10gbit $start --fit "$fitf" \
+                --evals 80 --quiet --out "$out/mgwfbp-$net-calibration.json" >"$out/mgwfbp-$net-calibration.txt"
+            tail -2 "$out/mgwfbp-$net-calibration.txt" >&2
+            f="$out/mgwfbp-$net.json"; : >"$f"
+            for p in 4 8 16 32 64; do
+                "$sim" fusion --ranks "$p" --profile "$prof" --strategies wfbp,single,mgwfbp --iters 2 --platform switch \
+                    --link-rate 10gbit --sim-model "$out/mgwfbp-$net-calibration.json" --json >>"$f"
+            done
+            for s in wfbp single mgwfbp; do
+                col "$f" strategy "$s" ranks measured_iter_us 0.001 >"$out/mgwfbp-$net-$s.dat"
+            done
         done
-        for s in wfbp single mgwfbp; do col "$f" strategy "$s" ranks measured_iter_us 0.001 >"$out/mgwfbp-$s.dat"; done
         plot "$out/mgwfbp.svg" "GoogleNet iteration, MG-WFBP vs WFBP vs single (simulated)" nodes "iteration (ms)" \
-            "'$out/mgwfbp-wfbp.dat' w lp t 'WFBP'" "'$out/mgwfbp-single.dat' w lp t 'single (SyncEASGD)'" \
-            "'$out/mgwfbp-mgwfbp.dat' w lp t 'MG-WFBP'" ;;
+            "'$out/mgwfbp-switch-wfbp.dat' w lp t 'WFBP'" "'$out/mgwfbp-switch-single.dat' w lp t 'single (SyncEASGD)'" \
+            "'$out/mgwfbp-switch-mgwfbp.dat' w lp t 'MG-WFBP'" \
+            "'$out/mgwfbp-backbone-wfbp.dat' w lp dt 2 t 'WFBP, shared backplane'" \
+            "'$out/mgwfbp-backbone-single.dat' w lp dt 2 t 'single, shared backplane'" \
+            "'$out/mgwfbp-backbone-mgwfbp.dat' w lp dt 2 t 'MG-WFBP, shared backplane'" ;;
     preduce)
         f="$out/preduce.json"; : >"$f"
         for p in $(ranks_upto 8); do

@@ -89,20 +89,24 @@ same_keys "$dir/b.json" "$dir/s.json" fusion || fail "fusion keys"
 [ "$(grep -c '"bench": *"train"' "$dir/s.json")" = 3 ] || fail "train: not one line per rank count"
 grep -q '<svg' "$dir/t.svg" || fail "train: no SVG"
 
-# calibrate: measurements simulated with known factors, fitted from others
+# calibrate: measurements simulated with two factors changed (message cost 7
+# us, link latency 35 us), those two fitted from the defaults; the others
+# stay the defaults that made the measurements, so the fit must find 7 and 35
 mkdir "$dir/m"
 for n in 2 4; do
-    "$sim" allreduce --json --ranks $n --link-rate 100mbit --max-bytes 64K --max-iters 60 --msg-cost 7us \
+    "$sim" allreduce --json --ranks $n --link-rate 100mbit --max-bytes 64K --msg-cost 7us \
         --latency 35us >"$dir/m/allreduce-${n}x1-100mbit.json" || fail "pcoll-sim allreduce for calibrate"
 done
-"$sim" calibrate --measured "$dir/m" --out "$dir/cal.json" --evals 80 --quiet >"$dir/cal.txt" ||
+"$sim" calibrate --measured "$dir/m" --out "$dir/cal.json" --fit msg-cost,latency --evals 40 --quiet >"$dir/cal.txt" ||
     fail "pcoll-sim calibrate"
 "$py" - "$dir/cal.json" <<'PY' || fail "calibrate did not recover the factors"
 import json, sys
 c = json.load(open(sys.argv[1]))
 print(f"calibrate: fit error {c['fit_max_error']:.3f}, validation {c['validation_max_error']:.3f}; "
       f"msg_cost {c['msg_cost_us']:.2f} us (7), latency {c['link_latency_us']:.1f} us (35)")
-sys.exit(0 if c["fit_max_error"] < 0.05 and c["validation_max_error"] < 0.05 else 1)
+ok = c["fit_max_error"] < 0.05 and c["validation_max_error"] < 0.05
+ok = ok and abs(c["msg_cost_us"] / 7 - 1) < 0.1 and abs(c["link_latency_us"] / 35 - 1) < 0.1
+sys.exit(0 if ok else 1)
 PY
 
 # a backbone all flows share: 8 nodes' ring of 1 MiB at 1 Gbit/s moves
@@ -122,7 +126,7 @@ PY
 for bad in "allreduce --ranks 0" "allreduce --link-rate fast" "skew --modes nonsense" "allreduce --latency 5" \
     "skew --ranks 8 --ranks-per-node 3" "nosuchcommand" "calibrate --measured /nonexistent" \
     "calibrate --fit nonsense" "calibrate --variant nonsense" "allreduce --backbone-rate 0gbit" \
-    "allreduce --platform fattree --backbone-rate 10gbit"; do
+    "allreduce --platform fattree --backbone-rate 10gbit" "allreduce --poll-load 2"; do
     set -- $bad
     out=$("$sim" "$@" 2>&1) && fail "pcoll-sim $bad was accepted"
     flag=${2:-$1}

@@ -7,7 +7,8 @@
  *        |  points: (platform shape, size[, mode]) -> measured microseconds
  *        v
  *   fit set: allreduce of the fewest and the most nodes at every rate,
- *            sizes 8 x 4^i (8, 32, 128, ...)        (--fit-nodes changes it)
+ *            sizes 8 x 4^i (8, 32, 128, ... up to --fit-max-bytes, 2M)
+ *                                                   (--fit-nodes changes it)
  *   valid.:  every other point (the other node counts, the other sizes,
  *            skew and group rounds)
  *        |
@@ -46,7 +47,7 @@ typedef struct config {
     double min_bytes, max_bytes;
 } config_t;
 
-enum { MAX_POINTS = 4096, MAX_CONFIGS = 64, NPARAM = 6 };
+enum { MAX_POINTS = 4096, MAX_CONFIGS = 64, NPARAM = 7 };
 
 static point_t pts[MAX_POINTS];
 static int npts;
@@ -194,6 +195,7 @@ typedef struct param {
 static const param_t params[NPARAM] = {
     {"msg-cost", 0.1, 500}, {"wake", 0.1, 500},       {"latency", 0.1, 1000},
     {"bw-factor", 0.02, 1}, {"loss-factor", 0, 5}, {"backbone-rate", 1e6, 1e12},
+    {"poll-load", 0, 0.5},
 };
 /* the ones fitted (--fit): indices into params */
 static int fitted[NPARAM], nfitted;
@@ -206,7 +208,8 @@ static double get_param(const sim_model_t *m, int i)
     case 2: return m->link_lat_s * 1e6;
     case 3: return m->bw_factor;
     case 4: return m->loss_factor;
-    default: return m->backbone_bps;
+    case 5: return m->backbone_bps;
+    default: return m->poll_load;
     }
 }
 
@@ -220,7 +223,8 @@ static void set_param(sim_model_t *m, int i, double v)
     case 2: m->link_lat_s = v * 1e-6; break;
     case 3: m->bw_factor = v; break;
     case 4: m->loss_factor = v; break;
-    default: m->backbone_bps = v; break;
+    case 5: m->backbone_bps = v; break;
+    default: m->poll_load = v; break;
     }
 }
 
@@ -235,8 +239,8 @@ static void parse_fit(const char *prog, const char *list)
         for (int i = 0; i < NPARAM; i++)
             if (!strcmp(tok, params[i].name)) k = i;
         if (k < 0)
-            tool_usage_error(prog, "--fit: \"%s\" is not msg-cost, wake, latency, bw-factor, loss-factor or "
-                                   "backbone-rate", tok);
+            tool_usage_error(prog, "--fit: \"%s\" is not msg-cost, wake, latency, bw-factor, loss-factor, "
+                                   "backbone-rate or poll-load", tok);
         for (int i = 0; i < nfitted; i++)
             if (fitted[i] == k) tool_usage_error(prog, "--fit: \"%s\" twice", tok);
         fitted[nfitted++] = k;
@@ -255,23 +259,26 @@ static int wanted(const config_t *c, int only_fit)
     return 0;
 }
 
-static FILE *start_config(const config_t *c, const sim_model_t *m)
+/* the fit set's sizes end here (larger points are validation points):
+ * each evaluation then simulates only up to it */
+static double fit_max_bytes = 2 << 20;
+
+static FILE *start_config(const config_t *c, const sim_model_t *m, int only_fit)
 {
+    double max_bytes = only_fit && c->max_bytes > fit_max_bytes ? fit_max_bytes : c->max_bytes;
     char cmd[8192];
     int n = snprintf(cmd, sizeof cmd, "'%s' %s --json --ranks %d --ranks-per-node %d --link-rate %.6gmbit "
                      "--min-bytes %.0f --max-bytes %.0f --msg-cost %.6gus --wake %.6gus --latency %.6gus "
-                     "--bw-factor %.6g --loss-factor %.6g --reduce-rate %.0f --shm-rate %.0f --platform %s --cores %d",
-                     self_exe, c->bench, c->nodes * c->rpn, c->rpn, c->rate_bps / 1e6, c->min_bytes, c->max_bytes,
-                     m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->loss_factor,
+                     "--bw-factor %.6g --loss-factor %.6g --poll-load %.6g --reduce-rate %.0f --shm-rate %.0f --platform %s --cores %d",
+                     self_exe, c->bench, c->nodes * c->rpn, c->rpn, c->rate_bps / 1e6, c->min_bytes, max_bytes,
+                     m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->loss_factor, m->poll_load,
                      m->reduce_Bps, m->shm_Bps, sim_platform_name(m->platform), m->cores);
     if (m->backbone_bps > 0)
         n += snprintf(cmd + n, sizeof cmd - (size_t)n, " --backbone-rate %.6gmbit", m->backbone_bps / 1e6);
-    /* fewer repetitions than pcoll-bench's 200 for small sizes: enough for
-     * the tbf buckets' steady state */
+    /* the repetitions pcoll-bench took (scripts/sim-measure.sh): the tbf
+     * buckets' state after them is part of what was measured */
     if (strcmp(c->bench, "allreduce") != 0)
         snprintf(cmd + n, sizeof cmd - (size_t)n, " --modes %s --iters 32", c->modes);
-    else
-        snprintf(cmd + n, sizeof cmd - (size_t)n, " --max-iters 60");
     FILE *f = popen(cmd, "r");
     if (!f) {
         fprintf(stderr, "pcoll-sim calibrate: cannot run %s\n", cmd);
@@ -312,7 +319,8 @@ static void simulate_all(const sim_model_t *m, int only_fit)
     for (int k = 0; k < ncfgs; k++)
         if (wanted(&cfgs[k], only_fit)) todo[n++] = k;
     for (int k = 0; k < n; k += 2) {
-        FILE *a = start_config(&cfgs[todo[k]], m), *b = k + 1 < n ? start_config(&cfgs[todo[k + 1]], m) : NULL;
+        FILE *a = start_config(&cfgs[todo[k]], m, only_fit);
+        FILE *b = k + 1 < n ? start_config(&cfgs[todo[k + 1]], m, only_fit) : NULL;
         collect_config(&cfgs[todo[k]], a);
         if (b) collect_config(&cfgs[todo[k + 1]], b);
     }
@@ -333,15 +341,19 @@ static double score(const sim_model_t *m)
     return n ? sum / n : 0;
 }
 
-/* The search runs in x = log(factor) (the loss factor: log(0.01 + it)), so
- * that every step is relative; x holds the fitted factors only. */
-static double to_x(const sim_model_t *m, int i) { return i == 4 ? log(0.01 + get_param(m, i)) : log(get_param(m, i)); }
+/* The search runs in x = log(factor) (a factor that may be 0, the loss
+ * factor and the poll load: log(0.01 + it)), so that every step is
+ * relative; x holds the fitted factors only. */
+static double to_x(const sim_model_t *m, int i)
+{
+    return params[i].lo == 0 ? log(0.01 + get_param(m, i)) : log(get_param(m, i));
+}
 
 static void from_x(sim_model_t *m, const double *x)
 {
     for (int k = 0; k < nfitted; k++) {
         int i = fitted[k];
-        set_param(m, i, i == 4 ? exp(x[k]) - 0.01 : exp(x[k]));
+        set_param(m, i, params[i].lo == 0 ? exp(x[k]) - 0.01 : exp(x[k]));
     }
 }
 
@@ -446,7 +458,8 @@ static void choose_fit(const char *fit_nodes)
             node_ok = p->nodes == lo || p->nodes == hi;
         }
         int e = (int)lround(log2(p->bytes));
-        p->fit = !strcmp(p->bench, "allreduce") && node_ok && e % 2 == 1; /* 8 = 2^3, 32, 128, ... */
+        p->fit = !strcmp(p->bench, "allreduce") && node_ok && e % 2 == 1 && /* 8 = 2^3, 32, 128, ... */
+                 p->bytes <= fit_max_bytes;
     }
 }
 
@@ -484,10 +497,13 @@ static const char *help =
     "                   of two are left out (default data/cluster)\n"
     "  --fit-nodes L    node counts whose allreduce points (sizes 8 x 4^i) are\n"
     "                   fitted (default: the fewest and the most at each rate)\n"
+    "  --fit-max-bytes B  the fit set's largest size (default 2M: larger sizes\n"
+    "                   are validation points, and each evaluation is quicker)\n"
     "  --evals N        simulations of the fit set at most (default 150)\n"
     "  --fit LIST       the factors fitted, the others kept as given: msg-cost,\n"
-    "                   wake, latency, bw-factor, loss-factor, backbone-rate\n"
-    "                   (default the first five; backbone-rate needs a start,\n"
+    "                   wake, latency, bw-factor, loss-factor, backbone-rate,\n"
+    "                   poll-load (default the first five and poll-load on the\n"
+    "                   cluster platform; backbone-rate needs a start,\n"
     "                   --backbone-rate R, on switch or cluster)\n"
     "  --variant V      the allreduce column: pcoll (pcoll_us, default) or mpi\n"
     "                   (mpi_us: the MPI library measured, its stand-in simulated)\n"
@@ -501,12 +517,13 @@ int sim_cmd_calibrate(int argc, char **argv)
     const char *prog = "pcoll-sim calibrate";
     const char *dir = "data/cluster", *out = "results/sim/calibration.json", *fit_nodes = NULL;
     int evals = 150, check = 0, verbose = 1;
-    const char *fit_list = "msg-cost,wake,latency,bw-factor,loss-factor";
+    const char *fit_list = NULL;
     sim_model_t m;
     sim_model_defaults(&m, SIM_CLUSTER);
     static struct option opts[] = {{"measured", required_argument, 0, 'd'}, {"fit-nodes", required_argument, 0, 'f'},
                                    {"evals", required_argument, 0, 'r'},   {"check", no_argument, 0, 'c'},
                                    {"variant", required_argument, 0, 'v'},  {"fit", required_argument, 0, 'F'},
+                                   {"fit-max-bytes", required_argument, 0, 'B'},
                                    {"out", required_argument, 0, 'o'},      {"quiet", no_argument, 0, 'q'},
                                    {"help", no_argument, 0, 'h'},           SIM_COMMON_OPTS,
                                    {0, 0, 0, 0}};
@@ -520,6 +537,7 @@ int sim_cmd_calibrate(int argc, char **argv)
         case 'r': evals = (int)tool_flag_long(prog, "--evals", optarg, 1, 100000); break;
         case 'c': check = 1; break;
         case 'F': fit_list = optarg; break;
+        case 'B': fit_max_bytes = (double)tool_flag_bytes(prog, "--fit-max-bytes", optarg); break;
         case 'v':
             if (strcmp(optarg, "pcoll") && strcmp(optarg, "mpi"))
                 tool_usage_error(prog, "--variant: \"%s\" is not pcoll or mpi", optarg);
@@ -533,7 +551,9 @@ int sim_cmd_calibrate(int argc, char **argv)
     }
     if (optind < argc) tool_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
     sim_model_finish(&m);
-    parse_fit(prog, fit_list);
+    parse_fit(prog, fit_list                              ? fit_list
+                    : m.platform == SIM_CLUSTER ? "msg-cost,wake,latency,bw-factor,loss-factor,poll-load"
+                                                : "msg-cost,wake,latency,bw-factor,loss-factor");
     for (int k = 0; k < nfitted; k++)
         if (fitted[k] == 5 && m.backbone_bps <= 0)
             tool_usage_error(prog, "--fit backbone-rate: give a start with --backbone-rate R");

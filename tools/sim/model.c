@@ -32,11 +32,10 @@ const char *sim_common_help =
     "  --wake L           a call's doorbell to its progress thread\n"
     "  --loss-factor F    bytes that reach a full tbf queue (beyond 50 ms of the\n"
     "                     rate) are sent 1 + F times (TCP's resends)\n"
-    "                     (these five: on cluster provisional factors, set by\n"
-    "                     hand from a few points of data/cluster and not yet\n"
-    "                     fitted (docs/sim.md); elsewhere a datacenter\n"
-    "                     node's: 2us per link, 1us per message, 0.95 of the\n"
-    "                     rate, 2us to wake, no losses)\n"
+    "                     (these five and --poll-load: on cluster the factors\n"
+    "                     pcoll-sim calibrate fitted to data/cluster; elsewhere\n"
+    "                     a datacenter node's: 2us per link, 1us per message,\n"
+    "                     0.95 of the rate, 2us to wake, no losses)\n"
     "  --reduce-rate R    bytes per second of a reduction step: 4G, 800M, ...\n"
     "  --shm-rate R       bytes per second between ranks of one node\n"
     "  --burst B          the emulated cluster's tbf bucket per link direction\n"
@@ -45,6 +44,10 @@ const char *sim_common_help =
     "  --backbone-rate R  switch and cluster: a capacity all nodes' traffic shares\n"
     "                     (a switch's backplane), e.g. 25gbit (default none:\n"
     "                     every pair of nodes meets only its own two links)\n"
+    "  --poll-load F      cluster: the share of a core each rank's progress thread\n"
+    "                     takes polling MPI while idle (a message across nodes\n"
+    "                     cannot wake it); work runs on the rest of the machine\n"
+    "                     (default 0; cluster: fitted)\n"
     "  --cores N          CPUs: per node on switch and fattree (default 2 per rank),\n"
     "                     of the one machine every node runs on for cluster\n"
     "                     (default 2: the machine the measurements came from)\n";
@@ -62,7 +65,7 @@ void sim_model_defaults(sim_model_t *m, sim_platform_kind_t kind)
     m->ranks_per_node = 1;
     m->link_bps = 1e9;
     /* the host and link factors depend on the platform: sim_model_finish */
-    m->link_lat_s = m->bw_factor = m->msg_cost_s = m->wake_s = m->loss_factor = -1;
+    m->link_lat_s = m->bw_factor = m->msg_cost_s = m->wake_s = m->loss_factor = m->poll_load = -1;
     m->reduce_Bps = 2e9;
     m->shm_Bps = 4e9;
     m->shm_lat_s = 1e-6;
@@ -132,6 +135,7 @@ int sim_common_flag(const char *prog, sim_model_t *m, int opt, const char *arg)
     case 1012: m->loss_factor = tool_flag_double(prog, "--loss-factor", arg, 0, 100); return 1;
     case 1013: m->cores = (int)tool_flag_long(prog, "--cores", arg, 1, 1 << 20); return 1;
     case 1014: m->backbone_bps = tool_flag_rate(prog, "--backbone-rate", arg); return 1;
+    case 1015: m->poll_load = tool_flag_double(prog, "--poll-load", arg, 0, 1); return 1;
     default: return 0;
     }
 }
@@ -146,14 +150,15 @@ double sim_cluster_burst(double link_bps)
 void sim_model_finish(sim_model_t *m)
 {
     if (m->platform == SIM_CLUSTER) {
-        /* provisional: set by hand from a few points of data/cluster (2 nodes
-         * at 100 Mbit/s); pcoll-sim calibrate's fit over all of them is to
-         * replace them (docs/sim.md) */
-        set_unset(&m->msg_cost_s, 10e-6);
-        set_unset(&m->wake_s, 5e-6);
-        set_unset(&m->link_lat_s, 20e-6);
-        set_unset(&m->bw_factor, 0.94);
-        set_unset(&m->loss_factor, 0.3);
+        /* fitted by pcoll-sim calibrate to data/cluster (runs r1 and r2,
+         * 2 to 8 nodes, 100 Mbit/s and 1 Gbit/s; data/cluster/calibration.json
+         * has every point's error) */
+        set_unset(&m->msg_cost_s, 6.1e-6);
+        set_unset(&m->wake_s, 5.06e-6);
+        set_unset(&m->link_lat_s, 17.29e-6);
+        set_unset(&m->bw_factor, 0.8785);
+        set_unset(&m->loss_factor, 0.3901);
+        set_unset(&m->poll_load, 0.1582);
     } else {
         /* a datacenter node with a core per thread and a switched network:
          * a few microseconds per message, no tbf queue to overflow */
@@ -162,6 +167,7 @@ void sim_model_finish(sim_model_t *m)
         set_unset(&m->link_lat_s, 2e-6);
         set_unset(&m->bw_factor, 0.95);
         set_unset(&m->loss_factor, 0);
+        set_unset(&m->poll_load, 0);
     }
     if (m->cores <= 0) m->cores = m->platform == SIM_CLUSTER ? 2 : 2 * m->ranks_per_node;
     if (m->platform == SIM_CLUSTER && m->burst_bytes < 0) m->burst_bytes = sim_cluster_burst(m->link_bps);
@@ -204,6 +210,7 @@ int sim_model_load(sim_model_t *m, const char *path, char *err, size_t errlen)
         {"rendezvous_bytes", offsetof(sim_model_t, rendezvous_bytes), 1},
         {"loss_factor", offsetof(sim_model_t, loss_factor), 1},
         {"backbone_rate_bps", offsetof(sim_model_t, backbone_bps), 1},
+        {"poll_load", offsetof(sim_model_t, poll_load), 1},
     };
     int found = 0;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -230,7 +237,9 @@ void sim_model_print(const sim_model_t *m, FILE *out)
     fprintf(out,
             "\"msg_cost_us\": %.4g, \"wake_us\": %.4g, \"link_latency_us\": %.4g, \"bw_factor\": %.4g, "
             "\"reduce_bytes_per_s\": %.4g, \"shm_bytes_per_s\": %.4g, \"shm_latency_us\": %.4g, "
-            "\"rendezvous_bytes\": %.0f, \"loss_factor\": %.4g, \"burst_bytes\": %.0f, \"backbone_rate_bps\": %.4g",
+            "\"rendezvous_bytes\": %.0f, \"loss_factor\": %.4g, \"burst_bytes\": %.0f, \"backbone_rate_bps\": %.4g, "
+            "\"poll_load\": %.4g",
             m->msg_cost_s * 1e6, m->wake_s * 1e6, m->link_lat_s * 1e6, m->bw_factor, m->reduce_Bps, m->shm_Bps,
-            m->shm_lat_s * 1e6, m->rendezvous_bytes, m->loss_factor, m->burst_bytes, m->backbone_bps);
+            m->shm_lat_s * 1e6, m->rendezvous_bytes, m->loss_factor, m->burst_bytes, m->backbone_bps,
+            m->poll_load);
 }

@@ -41,9 +41,12 @@ int sim_platform_write(const char *path, const sim_model_t *m)
                "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
     /* the emulated cluster's nodes all run on one machine: its cores are
      * the CPU every rank's work shares (no links: it only computes) */
-    if (m->platform == SIM_CLUSTER)
-        fprintf(f, "  <zone id=\"cpu\" routing=\"None\"><host id=\"machine\" speed=\"1Gf\" core=\"%d\"/></zone>\n",
-                m->cores);
+    if (m->platform == SIM_CLUSTER) {
+        /* the ranks' polling progress threads take their share first */
+        double left = 1 - (double)m->ranks * m->poll_load / m->cores;
+        fprintf(f, "  <zone id=\"cpu\" routing=\"None\"><host id=\"machine\" speed=\"%.6gf\" core=\"%d\"/></zone>\n",
+                SIM_FLOPS * (left > 0.05 ? left : 0.05), m->cores);
+    }
     fprintf(f,
             "  <cluster id=\"nodes\" prefix=\"node-\" suffix=\"\" radical=\"0-%d\" speed=\"1Gf\" bw=\"%.6gBps\" "
             "lat=\"%.6gs\" sharing_policy=\"SPLITDUPLEX\" loopback_bw=\"%.6gBps\" loopback_lat=\"%.6gs\" core=\"%d\"",

@@ -48,6 +48,10 @@ typedef struct sim_model {
                                 eager limit); 0: every message eager */
     double burst_bytes; /* the cluster's tbf buckets (world.c); 0: none */
     double loss_factor; /* bytes beyond a full tbf queue are sent 1 + this times */
+    double poll_load;   /* cluster: the share of a core each rank's idle
+                           progress thread takes polling MPI (every
+                           PCOLL_POLL_MAX_US across nodes); the machine's
+                           work runs on what the ranks leave */
     double backbone_bps; /* switch and cluster: a capacity all nodes' traffic
                             shares, bits per second; 0: none (ideal switch) */
     int cores;          /* CPUs per node; on the cluster platform, of the one
@@ -78,7 +82,7 @@ extern const char *sim_common_help;
         {"reduce-rate", required_argument, 0, 1008}, {"wake", required_argument, 0, 1009},                           \
         {"shm-rate", required_argument, 0, 1010}, {"burst", required_argument, 0, 1011},                             \
         {"loss-factor", required_argument, 0, 1012}, {"cores", required_argument, 0, 1013},                           \
-        {"backbone-rate", required_argument, 0, 1014}
+        {"backbone-rate", required_argument, 0, 1014}, {"poll-load", required_argument, 0, 1015}
 /* The cluster's tbf bucket for a link rate (scripts/cluster.sh's rule). */
 double sim_cluster_burst(double link_bps);
 /* Fills what depends on other factors (the cluster's burst from its rate);
