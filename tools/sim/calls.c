@@ -89,7 +89,8 @@ void sim_allreduce_run(sim_rank_t *r, pc_sched_t *s)
  *             of the same place on every node): a schedule from src/algo,
  *             started on the progress actor, PC_SHM_PIPELINE_DEPTH pieces
  *             in flight
- *     gather: wait for piece j - PIPELINE + 1, copy the K slices out
+ *     gather: wait for piece j - PC_SHM_PIPELINE_DEPTH + 1, copy the K
+ *             slices out
  *   small messages (pc_shm_slice_shape says no): the latency path, one
  *   piece of the whole message, every member with its column
  *

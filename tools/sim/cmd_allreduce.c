@@ -8,11 +8,13 @@
  *              pcoll: pc_allreduce_choose's pick (or --algo)
  *              mpi:   Open MPI 4.1's rule as pcoll schedules (recursive
  *                     doubling below 10000 bytes, else Rabenseifner for a
- *                     power of two and ring otherwise): a stand-in, which
- *                     impi_us repeats
+ *                     power of two and ring otherwise): a stand-in
+ *              impi:  the same stand-in in a block of its own on the
+ *                     cluster platform (elsewhere impi_us is mpi_us)
  *
- * The simulation is deterministic: one repetition per size, so the median,
- * the minimum and the mean are that one time.
+ * Off the cluster platform the simulation is deterministic: one repetition
+ * per size, so the median, the minimum and the mean are that one time; on
+ * it pcoll-bench's repetitions, since the tbf buckets' state carries over.
  */
 #include <getopt.h>
 #include <stdlib.h>
