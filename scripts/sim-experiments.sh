@@ -15,7 +15,8 @@
 #             one rank: wfbp, single (SyncEASGD), mgwfbp, on a switch whose
 #             factors are fitted to the paper's 10 GbE cluster (its OSU
 #             allreduce curves at 2, 4 and 8 nodes, data/mgwfbp), without
-#             and with a shared backplane
+#             and with a shared backplane, and with ring buckets (the paper's
+#             model; a what-if)
 #   preduce   the dynamic-group controller: groups per second and wait
 #             against P (8 to 1,024), fifo:3 and ripples:smart:3
 #   train     time per epoch against P (1 to 1,024), sync and fusion
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --max-ranks) maxp=$2; shift 2 ;;
-    -h|--help) sed -n 2,22p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,24p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "sim-experiments.sh: unknown flag \"$1\"" >&2; exit 2 ;;
     *) break ;;
     esac
@@ -137,12 +138,26 @@ for e in $exps; do
                 col "$f" strategy "$s" ranks measured_iter_us 0.001 >"$out/mgwfbp-$net-$s.dat"
             done
         done
+        # the paper's own model: every bucket a ring allreduce, whose start-up
+        # 2 (N - 1) a grows with N (a what-if, --algo ring: pcoll's buckets
+        # take recursive doubling or Rabenseifner), on the ideal switch
+        f="$out/mgwfbp-ring.json"; : >"$f"
+        for p in 4 8 16 32 64; do
+            "$sim" fusion --ranks "$p" --profile "$prof" --strategies wfbp,single,mgwfbp --iters 2 --platform switch \
+                --link-rate 10gbit --sim-model "$out/mgwfbp-switch-calibration.json" --algo ring --json >>"$f"
+        done
+        for s in wfbp single mgwfbp; do
+            col "$f" strategy "$s" ranks measured_iter_us 0.001 >"$out/mgwfbp-ring-$s.dat"
+        done
         plot "$out/mgwfbp.svg" "GoogleNet iteration, MG-WFBP vs WFBP vs single (simulated)" nodes "iteration (ms)" \
             "'$out/mgwfbp-switch-wfbp.dat' w lp t 'WFBP'" "'$out/mgwfbp-switch-single.dat' w lp t 'single (SyncEASGD)'" \
             "'$out/mgwfbp-switch-mgwfbp.dat' w lp t 'MG-WFBP'" \
             "'$out/mgwfbp-backbone-wfbp.dat' w lp dt 2 t 'WFBP, shared backplane'" \
             "'$out/mgwfbp-backbone-single.dat' w lp dt 2 t 'single, shared backplane'" \
-            "'$out/mgwfbp-backbone-mgwfbp.dat' w lp dt 2 t 'MG-WFBP, shared backplane'" ;;
+            "'$out/mgwfbp-backbone-mgwfbp.dat' w lp dt 2 t 'MG-WFBP, shared backplane'" \
+            "'$out/mgwfbp-ring-wfbp.dat' w lp dt 3 t 'WFBP, ring buckets'" \
+            "'$out/mgwfbp-ring-single.dat' w lp dt 3 t 'single, ring'" \
+            "'$out/mgwfbp-ring-mgwfbp.dat' w lp dt 3 t 'MG-WFBP, ring buckets'" ;;
     preduce)
         f="$out/preduce.json"; : >"$f"
         for p in $(ranks_upto 8); do

@@ -122,11 +122,40 @@ print(f"backbone: 1 MiB over 8 nodes {free:.0f} us without, {shared:.0f} us with
 sys.exit(0 if 3.5 < shared / free < 4.5 else 1)
 PY
 
+# fusion --algo ring: every bucket a ring, whose start-up grows with the
+# ranks, so WFBP's 64 small buckets take longer at 16 ranks than with the
+# library's recursive doubling
+for a in auto ring; do
+    "$sim" fusion --json --ranks 16 --profile "$prof" --model 633.64,0.0035 --strategies wfbp --iters 1 --algo $a |
+        grep '"bench": *"fusion"' >>"$dir/algo.json" || fail "pcoll-sim fusion --algo $a"
+done
+"$py" - "$dir/algo.json" <<'PY' || fail "fusion --algo ring did not run ring buckets"
+import json, sys
+auto, ring = (json.loads(l) for l in open(sys.argv[1]))
+print(f"fusion wfbp at 16 ranks: {auto['measured_iter_us']:.0f} us ({auto['bucket_algo']}), "
+      f"{ring['measured_iter_us']:.0f} us ({ring['bucket_algo']})")
+sys.exit(0 if auto["bucket_algo"] == "auto" and ring["bucket_algo"] == "ring"
+         and ring["measured_iter_us"] > 1.02 * auto["measured_iter_us"] else 1)
+PY
+
+# --poll-load on a switch: the node's cores lose the polling threads' share,
+# so a 64-byte allreduce's CPU-bound steps take longer
+for pl in 0 0.4; do
+    "$sim" allreduce --json --ranks 8 --ranks-per-node 2 --platform switch --min-bytes 64 --max-bytes 64 \
+        --poll-load $pl | grep '"bench": *"allreduce"' >>"$dir/poll.json" || fail "pcoll-sim allreduce --poll-load $pl"
+done
+"$py" - "$dir/poll.json" <<'PY' || fail "--poll-load did not slow the switch's nodes"
+import json, sys
+idle, polled = (json.loads(l)["pcoll_us"] for l in open(sys.argv[1]))
+print(f"poll load: 64 B over 4 nodes x 2 ranks {idle:.1f} us without, {polled:.1f} us with 0.4")
+sys.exit(0 if polled > 1.05 * idle else 1)
+PY
+
 # bad input: refused, naming the flag
 for bad in "allreduce --ranks 0" "allreduce --link-rate fast" "skew --modes nonsense" "allreduce --latency 5" \
     "skew --ranks 8 --ranks-per-node 3" "nosuchcommand" "calibrate --measured /nonexistent" \
     "calibrate --fit nonsense" "calibrate --variant nonsense" "allreduce --backbone-rate 0gbit" \
-    "allreduce --platform fattree --backbone-rate 10gbit" "allreduce --poll-load 2"; do
+    "allreduce --platform fattree --backbone-rate 10gbit" "allreduce --poll-load 2" "fusion --algo nonsense"; do
     set -- $bad
     out=$("$sim" "$@" 2>&1) && fail "pcoll-sim $bad was accepted"
     flag=${2:-$1}

@@ -122,14 +122,7 @@ int bench_allreduce(int argc, char **argv, int rank, int size)
         case 'M': max_bytes = tool_flag_bytes(prog, "--max-bytes", optarg); break;
         case 'i': iters = tool_flag_long(prog, "--iters", optarg, 1, 1000000); break;
         case 'w': warmup = tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
-        case 'a':
-            if (!strcmp(optarg, "auto")) algo = PCOLL_ALGO_AUTO;
-            else if (!strcmp(optarg, "recdbl")) algo = PCOLL_ALGO_RECDBL;
-            else if (!strcmp(optarg, "rabenseifner")) algo = PCOLL_ALGO_RABENSEIFNER;
-            else if (!strcmp(optarg, "ring")) algo = PCOLL_ALGO_RING;
-            else if (!strcmp(optarg, "direct")) algo = PCOLL_ALGO_DIRECT;
-            else tool_usage_error(prog, "--algo: \"%s\" is not auto|recdbl|rabenseifner|ring|direct", optarg);
-            break;
+        case 'a': algo = tool_flag_algo(prog, "--algo", optarg); break;
         case 'j': json = 1; break;
         case 'n': verify = 0; break;
         case 'g': group = (int)tool_flag_long(prog, "--group", optarg, 2, size); break;

@@ -260,6 +260,16 @@ size_t tool_flag_bytes(const char *prog, const char *flag, const char *value)
     return v;
 }
 
+pcoll_allreduce_algo_t tool_flag_algo(const char *prog, const char *flag, const char *value)
+{
+    static const struct { const char *name; pcoll_allreduce_algo_t algo; } names[] = {
+        {"auto", PCOLL_ALGO_AUTO}, {"recdbl", PCOLL_ALGO_RECDBL}, {"rabenseifner", PCOLL_ALGO_RABENSEIFNER},
+        {"ring", PCOLL_ALGO_RING}, {"direct", PCOLL_ALGO_DIRECT}};
+    for (size_t i = 0; value && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(value, names[i].name)) return names[i].algo;
+    tool_usage_error(prog, "%s: \"%s\" is not auto|recdbl|rabenseifner|ring|direct", flag, value ? value : "");
+}
+
 long tool_flag_long(const char *prog, const char *flag, const char *value, long min, long max)
 {
     long v;

@@ -66,6 +66,8 @@ pcoll_t *tool_pcoll_init(void);
 size_t tool_flag_bytes(const char *prog, const char *flag, const char *value);
 long tool_flag_long(const char *prog, const char *flag, const char *value, long min, long max);
 double tool_flag_double(const char *prog, const char *flag, const char *value, double min, double max);
+/* --algo: auto|recdbl|rabenseifner|ring|direct (PCOLL_ALLREDUCE_ALGO's names). */
+pcoll_allreduce_algo_t tool_flag_algo(const char *prog, const char *flag, const char *value);
 /* A comma-separated flag value into at most max entries of 32 characters
  * (a longer entry, too many, or none: a usage error).  Returns how many. */
 int tool_split_list(const char *prog, const char *flag, const char *text, char out[][32], int max);

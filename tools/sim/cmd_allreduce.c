@@ -183,14 +183,7 @@ int sim_cmd_allreduce(int argc, char **argv)
         case 'i': A.iters = (int)tool_flag_long(prog, "--iters", optarg, 1, MAX_REPS); break;
         case 'x': A.max_iters = (int)tool_flag_long(prog, "--max-iters", optarg, 1, MAX_REPS); break;
         case 'w': A.warmup = (int)tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
-        case 'a':
-            if (!strcmp(optarg, "auto")) A.algo = PCOLL_ALGO_AUTO;
-            else if (!strcmp(optarg, "recdbl")) A.algo = PCOLL_ALGO_RECDBL;
-            else if (!strcmp(optarg, "rabenseifner")) A.algo = PCOLL_ALGO_RABENSEIFNER;
-            else if (!strcmp(optarg, "ring")) A.algo = PCOLL_ALGO_RING;
-            else if (!strcmp(optarg, "direct")) A.algo = PCOLL_ALGO_DIRECT;
-            else tool_usage_error(prog, "--algo: \"%s\" is not auto|recdbl|rabenseifner|ring|direct", optarg);
-            break;
+        case 'a': A.algo = tool_flag_algo(prog, "--algo", optarg); break;
         case 'j': json = 1; break;
         case 'n': break;
         case 'g': A.group = (int)tool_flag_long(prog, "--group", optarg, 2, 1 << 20); break;

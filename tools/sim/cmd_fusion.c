@@ -73,6 +73,11 @@ static const char *help =
     "                     it started, so several may run at once (pcoll_fusion_ready's\n"
     "                     rule; far slower to simulate when buckets pile up: 30x at\n"
     "                     8 ranks on 1 Gbit/s links)\n"
+    "  --algo A           the buckets' algorithm: auto (the library's: recursive\n"
+    "                     doubling, Rabenseifner above the small size; the\n"
+    "                     default)|recdbl|rabenseifner|ring|direct, a what-if (the\n"
+    "                     library never forces it on buckets, so that a layer's\n"
+    "                     sum does not depend on its bucket)\n"
     "  --sim-model FILE   the factors a `pcoll-sim calibrate` wrote (the other\n"
     "                     commands' --model FILE)\n"
     "  --json             one JSON object per strategy, pcoll-bench fusion --measure's\n"
@@ -137,14 +142,19 @@ struct sim_fx {
     int serial;       /* a bucket waits for the one before it */
 };
 
-/* one allreduce of `bytes` in place, without data, for rank r */
-static pc_sched_t *build_sched(sim_rank_t *r, size_t bytes, pc_algo_use_t use, int channel)
+/* one allreduce of `bytes` in place, without data, for rank r: the
+ * library's rule for `use`, or `forced` (--algo, a what-if: the library's
+ * buckets never take a forced algorithm, so that a layer's sum does not
+ * depend on its bucket) */
+static pc_sched_t *build_sched(sim_rank_t *r, size_t bytes, pc_algo_use_t use, pcoll_allreduce_algo_t forced,
+                               int channel)
 {
     int n = sim.P;
-    pcoll_allreduce_algo_t algo = use == PC_USE_TREE
-                                      ? pc_allreduce_choose(PC_USE_TREE, PCOLL_ALGO_AUTO, PCOLL_ALGO_AUTO, 0,
+    pcoll_allreduce_algo_t algo = forced != PCOLL_ALGO_AUTO ? forced
+                                  : use == PC_USE_TREE
+                                      ? pc_allreduce_choose(PC_USE_TREE, forced, PCOLL_ALGO_AUTO, 0,
                                                             sim_small_bytes(), bytes, n)
-                                      : sim_pcoll_rule(PCOLL_ALGO_AUTO, bytes, n);
+                                      : sim_pcoll_rule(forced, bytes, n);
     pc_allreduce_spec_t sp = {n, r->rank, bytes / 4, PCOLL_FLOAT32, PCOLL_SUM, 1, 0, 0, 1};
     pc_sched_t *s = NULL;
     if (pc_allreduce_build(&sp, algo, &s) != PCOLL_SUCCESS) die("building a bucket's schedule failed", "no memory?");
@@ -183,8 +193,8 @@ static void fx_bucket_done(pc_sched_t *s, int status, void *arg)
     }
 }
 
-sim_fx_t *sim_fx_create(sim_rank_t *r, const pcoll_fusion_plan_t *pl, pc_algo_use_t use, int serial,
-                        int channel_base)
+sim_fx_t *sim_fx_create(sim_rank_t *r, const pcoll_fusion_plan_t *pl, pc_algo_use_t use,
+                        pcoll_allreduce_algo_t forced, int serial, int channel_base)
 {
     sim_fx_t *x = calloc(1, sizeof *x);
     if (!x) die("out of memory", "buckets");
@@ -197,7 +207,7 @@ sim_fx_t *sim_fx_create(sim_rank_t *r, const pcoll_fusion_plan_t *pl, pc_algo_us
     if (!x->s || !x->pending) die("out of memory", "buckets");
     for (int p = 0; p < 2; p++)
         for (int b = 0; b < x->nb; b++) {
-            pc_sched_t *s = build_sched(r, pl->bytes[b], use, channel_base + 2 * b + p);
+            pc_sched_t *s = build_sched(r, pl->bytes[b], use, forced, channel_base + 2 * b + p);
             pc_sched_on_done(s, fx_bucket_done, x);
             x->s[p * x->nb + b] = s;
         }
@@ -260,9 +270,9 @@ static void cal_done(pc_sched_t *s, int status, void *arg)
 
 /* pcoll_calibrate's measure(): a warm-up run, then a timed one from a
  * common start */
-static double cal_time(sim_rank_t *r, size_t bytes, int channel)
+static double cal_time(sim_rank_t *r, size_t bytes, pcoll_allreduce_algo_t forced, int channel)
 {
-    pc_sched_t *s = build_sched(r, bytes, PC_USE_TREE, channel);
+    pc_sched_t *s = build_sched(r, bytes, PC_USE_TREE, forced, channel);
     pc_sched_on_done(s, cal_done, r);
     sim_barrier();
     sim_call(r, fx_start_here, s);
@@ -290,7 +300,7 @@ static void cal_fit(void)
     free(sy);
 }
 
-void sim_fusion_calibrate(sim_rank_t *r, size_t max_bytes, pcoll_cost_model_t *model)
+void sim_fusion_calibrate(sim_rank_t *r, size_t max_bytes, pcoll_allreduce_algo_t forced, pcoll_cost_model_t *model)
 {
     if (r->rank == 0) {
         Cal.nsizes = 0;
@@ -301,7 +311,7 @@ void sim_fusion_calibrate(sim_rank_t *r, size_t max_bytes, pcoll_cost_model_t *m
     }
     sim_barrier();
     for (int k = 0; k < Cal.nsizes; k++)
-        Cal.t[(size_t)k * (size_t)sim.P + (size_t)r->rank] = cal_time(r, (size_t)4 << k, k);
+        Cal.t[(size_t)k * (size_t)sim.P + (size_t)r->rank] = cal_time(r, (size_t)4 << k, forced, k);
     sim_barrier();
     if (r->rank == 0) {
         cal_fit();
@@ -320,6 +330,7 @@ static struct {
     size_t cal_max, total;
     long iters, warmup;
     int json, calibrate, ns, serial;
+    pcoll_allreduce_algo_t algo; /* --algo: the buckets' (and calibration's) */
     char names[MAXS][32];
     pcoll_fusion_spec_t spec[MAXS];
     pcoll_fusion_profile_t prof;
@@ -344,6 +355,7 @@ static void parse_flags(int argc, char **argv, sim_model_t *m)
                                    {"json", no_argument, 0, 'j'},
                                    {"sim-model", required_argument, 0, 'F'},
                                    {"buckets", required_argument, 0, 'B'},
+                                   {"algo", required_argument, 0, 'a'},
                                    {"help", no_argument, 0, 'h'},
                                    SIM_COMMON_OPTS,
                                    {0, 0, 0, 0}};
@@ -368,6 +380,7 @@ static void parse_flags(int argc, char **argv, sim_model_t *m)
         case 'i': F.iters = tool_flag_long(prog, "--iters", optarg, 1, 100000); break;
         case 'w': F.warmup = tool_flag_long(prog, "--warmup", optarg, 0, 1000); break;
         case 'j': F.json = 1; break;
+        case 'a': F.algo = tool_flag_algo(prog, "--algo", optarg); break;
         case 'F': sim_common_flag(prog, m, 1005, optarg); break;
         case 'B':
             if (strcmp(optarg, "executor") && strcmp(optarg, "serial"))
@@ -450,14 +463,14 @@ static void fusion_app(sim_rank_t *r)
 {
     if (F.calibrate) {
         pcoll_cost_model_t model;
-        sim_fusion_calibrate(r, F.cal_max, &model);
+        sim_fusion_calibrate(r, F.cal_max, F.algo, &model);
         if (r->rank == 0) F.model = model;
     }
     if (r->rank == 0) make_plans();
     sim_barrier();
     sim_fx_t *x[MAXS];
     for (int k = 0; k < F.ns; k++)
-        x[k] = sim_fx_create(r, F.pl[k], PC_USE_TREE, F.serial, SIM_FX_CHANNEL_BASE + 2 * k * F.prof.nlayers);
+        x[k] = sim_fx_create(r, F.pl[k], PC_USE_TREE, F.algo, F.serial, SIM_FX_CHANNEL_BASE + 2 * k * F.prof.nlayers);
     double *ready_s = malloc(sizeof(double) * (size_t)F.prof.nlayers);
     if (!ready_s) die("out of memory", "layers");
     for (long it = -F.warmup; it < F.iters; it++)
@@ -508,6 +521,7 @@ static void json_row(const sim_model_t *m, const char *nm, const pcoll_fusion_pl
     tool_json_fusion_plan(&j, nm, m->ranks, pl, r->wfbp, r->single, &F.model);
     tool_json_fusion_measured(&j, pl, meas, r->m_wfbp, r->m_single);
     tool_json_str(&j, "bucket_start", F.serial ? "serial" : "executor");
+    tool_json_str(&j, "bucket_algo", F.algo == PCOLL_ALGO_AUTO ? "auto" : pcoll_allreduce_algo_name(F.algo));
     tool_json_str(&j, "platform", sim_platform_name(m->platform));
     tool_json_int(&j, "ranks_per_node", m->ranks_per_node);
     tool_json_num(&j, "link_rate_bps", m->link_bps);
@@ -531,6 +545,7 @@ static void print_header(const sim_model_t *m)
                100 * c->piecewise_max_rel);
     printf("; the planner uses the %s model; measured = simulated, buckets started %s\n",
            c->piecewise ? "piecewise" : "linear", F.serial ? "one at a time" : "as the executor starts them");
+    if (F.algo != PCOLL_ALGO_AUTO) printf("# every bucket's allreduce is %s (--algo)\n", pcoll_allreduce_algo_name(F.algo));
     printf("%-14s %8s %12s %11s %11s %10s %10s %12s %10s %10s\n", "strategy", "buckets", "predicted_ms", "exposed_ms",
            "vs_wfbp", "vs_single", "comm_ms", "measured_ms", "meas/pred", "m_vs_wfbp");
 }

@@ -280,14 +280,14 @@ static void exchange_setup(sim_rank_t *r, exchange_t *e)
     case EX_FUSION:
         if (T.calibrate) {
             pcoll_cost_model_t model;
-            sim_fusion_calibrate(r, T.cal_max, &model);
+            sim_fusion_calibrate(r, T.cal_max, PCOLL_ALGO_AUTO, &model);
             if (r->rank == 0) T.model = model;
         }
         /* fall through */
     case EX_SYNC:
         if (r->rank == 0) make_plan();
         sim_barrier();
-        e->fx = sim_fx_create(r, T.pl, T.ex == EX_SYNC ? PC_USE_CALL : PC_USE_TREE, T.serial, SIM_FX_CHANNEL_BASE);
+        e->fx = sim_fx_create(r, T.pl, T.ex == EX_SYNC ? PC_USE_CALL : PC_USE_TREE, PCOLL_ALGO_AUTO, T.serial, SIM_FX_CHANNEL_BASE);
         break;
     default: break; /* partial kinds: cmd_skew.c's setup */
     }

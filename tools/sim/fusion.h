@@ -17,14 +17,14 @@ void sim_fusion_profile_free(pcoll_fusion_profile_t *prof);
 /* Every rank's app actor: times the buckets' allreduce at sizes doubling
  * from 4 bytes to max_bytes (the slowest rank, after a warm-up run) and
  * fits *model with pcoll_cost_model_fit; every rank gets the same model. */
-void sim_fusion_calibrate(sim_rank_t *r, size_t max_bytes, pcoll_cost_model_t *model);
+void sim_fusion_calibrate(sim_rank_t *r, size_t max_bytes, pcoll_allreduce_algo_t forced, pcoll_cost_model_t *model);
 /* From the app actor: the plan's buckets as schedules of rank r (algorithm
- * by `use`), on channels channel_base .. channel_base + 2 nbuckets - 1.
+ * by `use` and `forced`, pc_allreduce_choose's arguments), on channels channel_base .. channel_base + 2 nbuckets - 1.
  * serial 0: a bucket starts once its layers are ready and the buckets
  * before it started (the executor: they may run at once); 1: once the one
  * before it completed (the planner's model: one allreduce at a time). */
-sim_fx_t *sim_fx_create(sim_rank_t *r, const pcoll_fusion_plan_t *pl, pc_algo_use_t use, int serial,
-                        int channel_base);
+sim_fx_t *sim_fx_create(sim_rank_t *r, const pcoll_fusion_plan_t *pl, pc_algo_use_t use,
+                        pcoll_allreduce_algo_t forced, int serial, int channel_base);
 /* From the app actor: one step.  Layer l is ready at simulated time
  * ready_s[l]; layers are marked from the last to the first, each after its
  * time, the buckets start in plan order as the executor's; returns when

@@ -14,6 +14,7 @@
  * cluster is the switch with the emulated cluster's calibrated host costs
  * (model.c); the three differ only in the topology written here.
  */
+#include <math.h>
 #include <stdio.h>
 
 #include "sim.h"
@@ -39,18 +40,21 @@ int sim_platform_write(const char *path, const sim_model_t *m)
     double bw = m->link_bps / 8 * m->bw_factor; /* bytes per second */
     fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
+    /* the ranks' polling progress threads take their share of the CPU
+     * first (--poll-load): of the one machine every emulated node runs on,
+     * or of each node's cores */
+    int pollers = m->platform == SIM_CLUSTER ? m->ranks : m->ranks_per_node;
+    double left = fmax(0.05, 1 - (double)pollers * m->poll_load / m->cores);
     /* the emulated cluster's nodes all run on one machine: its cores are
      * the CPU every rank's work shares (no links: it only computes) */
-    if (m->platform == SIM_CLUSTER) {
-        /* the ranks' polling progress threads take their share first */
-        double left = 1 - (double)m->ranks * m->poll_load / m->cores;
+    if (m->platform == SIM_CLUSTER)
         fprintf(f, "  <zone id=\"cpu\" routing=\"None\"><host id=\"machine\" speed=\"%.6gf\" core=\"%d\"/></zone>\n",
-                SIM_FLOPS * (left > 0.05 ? left : 0.05), m->cores);
-    }
+                SIM_FLOPS * left, m->cores);
     fprintf(f,
-            "  <cluster id=\"nodes\" prefix=\"node-\" suffix=\"\" radical=\"0-%d\" speed=\"1Gf\" bw=\"%.6gBps\" "
+            "  <cluster id=\"nodes\" prefix=\"node-\" suffix=\"\" radical=\"0-%d\" speed=\"%.6gf\" bw=\"%.6gBps\" "
             "lat=\"%.6gs\" sharing_policy=\"SPLITDUPLEX\" loopback_bw=\"%.6gBps\" loopback_lat=\"%.6gs\" core=\"%d\"",
-            nodes - 1, bw, m->link_lat_s, m->shm_Bps, m->shm_lat_s, m->platform == SIM_CLUSTER ? 1 : m->cores);
+            nodes - 1, SIM_FLOPS * (m->platform == SIM_CLUSTER ? 1 : left), bw, m->link_lat_s, m->shm_Bps, m->shm_lat_s,
+            m->platform == SIM_CLUSTER ? 1 : m->cores);
     if (m->platform == SIM_FATTREE && nodes >= 4) {
         int a, b;
         fattree_shape(nodes, &a, &b);

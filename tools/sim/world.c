@@ -413,7 +413,8 @@ int sim_setup(int *argc, char **argv, const sim_model_t *m)
     sim_model_finish(&sim.model);
     m = &sim.model;
     sim.P = m->ranks;
-    sim.cpu_shared = m->platform == SIM_CLUSTER || m->cores < 2 * m->ranks_per_node;
+    /* a node whose cores its actors share, or slowed by polling (platform.c) */
+    sim.cpu_shared = m->platform == SIM_CLUSTER || m->cores < 2 * m->ranks_per_node || m->poll_load > 0;
     /* the model's factors are ours (calibrate.c): SimGrid's network model
      * without its own latency and rate corrections or TCP window limit */
     char cfg_model[] = "--cfg=network/model:CM02";
