@@ -192,6 +192,25 @@ PCOLL_API int pcoll_init(MPI_Comm comm, pcoll_t **ctx);
  * frees the duplicate communicator and sets *ctx to NULL. */
 PCOLL_API int pcoll_finalize(pcoll_t **ctx);
 
+/* After ranks died (or stopped answering): a context over the ranks left.
+ * Collective over the live ranks of ctx, which must all call it within one
+ * round's time of each other (2 PCOLL_TIMEOUT_S + 1 s, or 10 s when the
+ * timeout is 0): the ranks that do not take part in time are left out.  They agree on who is
+ * left by rounds of messages (the first round with a dead rank takes that
+ * long, the others a round trip), then the survivors get *survivors (an
+ * MPI_Comm_create_group of them on ctx's communicator, the old ranks in
+ * increasing order; the caller frees it) and *newctx (pcoll_init on it).
+ * ctx is then replaced: its calls fail with PCOLL_ERR_STATE, its objects
+ * must not be used, and pcoll_finalize(&ctx) only stops its progress thread
+ * (its memory stays until the process ends).  Errors: PCOLL_ERR_STATE when
+ * the agreed ranks are not more than half of ctx's (this rank may be the
+ * one cut off: it must not go on), PCOLL_ERR_MPI when MPI refuses, and
+ * PCOLL_ERR_NULL.  Not survived: a rank that dies or falls silent while
+ * pcoll_shrink runs.  MPI_Finalize with a dead rank may not return: a job
+ * that lost ranks should end its processes with _exit once its output is
+ * written. */
+PCOLL_API int pcoll_shrink(pcoll_t *ctx, MPI_Comm *survivors, pcoll_t **newctx);
+
 PCOLL_API int pcoll_rank(const pcoll_t *ctx); /* rank in the context's communicator */
 PCOLL_API int pcoll_size(const pcoll_t *ctx);
 

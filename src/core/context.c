@@ -21,6 +21,7 @@
 #include "shm_group_call.h"
 #include "op.h"
 #include "service.h"
+#include "shrink.h"
 #include "stall.h"
 #include "timeline.h"
 
@@ -28,6 +29,8 @@ int pc_ctx_check(const pcoll_t *ctx, const char *fn)
 {
     if (!ctx) return pc_error(PCOLL_ERR_NULL, fn, "ctx is NULL (call pcoll_init first)");
     pc_log_set_rank(ctx->rank, ctx->id); /* this thread's log lines are this context's */
+    if (atomic_load(&ctx->shrunk))
+        return pc_error(PCOLL_ERR_STATE, fn, "ctx was replaced by pcoll_shrink: use the context it gave");
     return PCOLL_SUCCESS;
 }
 
@@ -154,6 +157,7 @@ static void destroy(pcoll_t *ctx)
     if (ctx->engine) pc_engine_destroy(ctx->engine);
     pc_service_destroy(ctx->service);
     free(ctx->stall);
+    pc_shrink_close(ctx);
     if (ctx->partial_free) ctx->partial_free(ctx->partial);
     pc_cache_clear(ctx);
     pc_requests_clear(ctx);
@@ -177,6 +181,7 @@ static void open_task(pc_engine_t *e, void *arg)
 {
     pcoll_t *ctx = arg;
     pc_stall_open(ctx);
+    pc_shrink_open(ctx);
     pc_collective_open(ctx);
     pc_service_open(ctx);
     atomic_fetch_sub(&ctx->inflight, 1);
@@ -354,6 +359,20 @@ int pcoll_finalize(pcoll_t **pctx)
 {
     if (!pctx) return PC_ERR(PCOLL_ERR_NULL, "ctx (the pointer to the context) is NULL");
     pcoll_t *ctx = *pctx;
+    if (ctx && atomic_load(&ctx->shrunk)) {
+        /* what it shares with a dead rank cannot be freed collectively: its
+         * progress thread stops, its memory stays until the process ends
+         * (on a list, where it is still reachable) */
+        static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+        static pcoll_t *retired;
+        pc_engine_halt(ctx->engine);
+        pthread_mutex_lock(&retired_lock);
+        ctx->retired_next = retired;
+        retired = ctx;
+        pthread_mutex_unlock(&retired_lock);
+        *pctx = NULL;
+        return PCOLL_SUCCESS;
+    }
     int rc = pc_ctx_check(ctx, __func__);
     if (rc != PCOLL_SUCCESS) return rc;
     /* objects still alive are freed collectively, newest first (the list is

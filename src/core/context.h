@@ -21,6 +21,7 @@ typedef struct pc_object_link pc_object_link_t;
 typedef struct pc_service pc_service_t;
 typedef struct pc_stall_probe pc_stall_probe_t;
 typedef struct pc_stall_state pc_stall_state_t;
+typedef struct pc_shrink_state pc_shrink_state_t;
 
 /* Operations on the whole communicator, channel 0 (engine/tags.h). */
 typedef struct pc_world_ops {
@@ -91,6 +92,10 @@ struct pcoll_ctx {
     void *partial;                  /* the partial layer's context-wide state (partial/park.c), */
     void (*partial_free)(void *);   /* and how pcoll_finalize frees it */
     pc_stall_state_t *stall;        /* holder: probes waiting for answers, responders */
+    pc_shrink_state_t *shrink;      /* pcoll_shrink's inbox (core/shrink.c) */
+    uint32_t shrinks;               /* pcoll_shrink calls so far (application) */
+    atomic_int shrunk;              /* pcoll_shrink replaced this context */
+    pcoll_t *retired_next;          /* finalized after it: kept until exit */
 
     atomic_long inflight; /* operations started and not completed */
     pc_rec_t rec;         /* the timeline recorder (core/timeline.h) */

@@ -32,7 +32,8 @@ enum {
     PC_SVC_ANSWER = 3, /* core/stall.c                                 */
     PC_SVC_OBJECT = 4, /* a persistent object's control message        */
     PC_SVC_PARK = 5,   /* partial/park.c: blocked in a call, or not    */
-    PC_SVC_NTYPES = 6
+    PC_SVC_SHRINK = 6, /* core/shrink.c: a view of the survivors       */
+    PC_SVC_NTYPES = 7
 };
 
 typedef struct pc_svc_head {

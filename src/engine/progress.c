@@ -67,7 +67,9 @@ struct pc_engine {
     MPI_Comm ctrl_comm; /* messages with callbacks (control) */
     pc_tags_t tags;
     pthread_t thread;
-    atomic_int stop;
+    int joined; /* the thread was joined */
+    atomic_int stop; /* the thread ends once nothing is in flight */
+    atomic_int halt; /* the thread ends now (pc_engine_halt) */
     /* pcoll_progress_policy_t, readable while the thread runs */
     atomic_int idle_spin_us, active_spin_us, wait_spin_us, max_sleep_us;
 
@@ -619,6 +621,10 @@ static void *progress_main(void *arg)
         }
         int sleep = 0;
         while (!atomic_load(&e->app_wants)) {
+            if (atomic_load(&e->halt)) {
+                thread_gives_token(e);
+                return NULL;
+            }
             if (look(e, &d)) continue;
             if (atomic_load(&e->stop) && e->nactive == 0 && e->nbars == 0 && !atomic_load(&e->qlen)) {
                 thread_gives_token(e);
@@ -686,12 +692,25 @@ int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, MPI_Comm node, const pc_
     return PCOLL_SUCCESS;
 }
 
-void pc_engine_destroy(pc_engine_t *e)
+static void stop_thread(pc_engine_t *e, int halt)
 {
-    if (!e) return;
+    if (e->joined) return;
+    if (halt) atomic_store(&e->halt, 1);
     atomic_store(&e->stop, 1);
     pc_doorbell_ring_self(e->bells);
     pthread_join(e->thread, NULL);
+    e->joined = 1;
+}
+
+void pc_engine_halt(pc_engine_t *e)
+{
+    if (e) stop_thread(e, 1);
+}
+
+void pc_engine_destroy(pc_engine_t *e)
+{
+    if (!e) return;
+    stop_thread(e, 0);
     /* listeners (nobody sends to them any more) and the receives of runs
      * abandoned after a timeout: cancelled; sends of abandoned runs that
      * never completed are let go */

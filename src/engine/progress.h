@@ -67,6 +67,10 @@ int pc_engine_create(MPI_Comm comm, MPI_Comm ctrl_comm, MPI_Comm node, const pc_
 /* Stops the thread once the queued tasks ran; cancels the receives still
  * posted (listeners, and those of abandoned runs). */
 void pc_engine_destroy(pc_engine_t *e);
+/* Stops the progress thread now, whatever is in flight, and frees nothing
+ * (an application thread, holding no lock; pcoll_finalize of a context
+ * pcoll_shrink replaced: runs with dead ranks are never completed). */
+void pc_engine_halt(pc_engine_t *e);
 void pc_engine_set_policy(pc_engine_t *e, const pcoll_progress_policy_t *policy);
 void pc_engine_get_policy(const pc_engine_t *e, pcoll_progress_policy_t *policy);
 
