@@ -133,3 +133,10 @@ int exchange_free(exchange_t **ex)
     *ex = NULL;
     return rc;
 }
+
+void exchange_abandon(exchange_t **ex)
+{
+    if (!ex || !*ex) return;
+    free(*ex);
+    *ex = NULL;
+}

@@ -94,6 +94,10 @@ const exchange_stats_t *exchange_get_stats(const exchange_t *ex);
 
 /* Collective; frees the partial object.  Sets *ex to NULL. */
 int exchange_free(exchange_t **ex);
+/* After pcoll_shrink replaced its context: the exchange is dropped without
+ * a collective step (its pcoll object stays with the old context, whose
+ * memory is kept until the process ends).  Sets *ex to NULL. */
+void exchange_abandon(exchange_t **ex);
 
 /* Whether the algorithm needs a pcoll context (sync and partial modes). */
 int exchange_needs_pcoll(const char *algo);

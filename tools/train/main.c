@@ -4,6 +4,7 @@
  * under simulated load imbalance.  See --help. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "exchange.h"
@@ -54,6 +55,18 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     train_result_free(&res);
+    if (rc == 0 && res.shrinks) {
+        /* ranks died: the survivors' context is closed among them, the
+           caller's (replaced) only stops; MPI_Finalize could wait for the
+           dead, so the process ends here, its output written */
+        if (pcoll_finalize(&res.ctx_at_end) != PCOLL_SUCCESS) {
+            fprintf(stderr, "pcoll-train: pcoll_finalize: %s\n", pcoll_last_error());
+            rc = -1;
+        }
+        pcoll_finalize(&ctx);
+        fflush(NULL);
+        _exit(rc == 0 ? 0 : 1);
+    }
     if (ctx && pcoll_finalize(&ctx) != PCOLL_SUCCESS) {
         fprintf(stderr, "pcoll-train: pcoll_finalize: %s\n", pcoll_last_error());
         rc = -1;

@@ -104,6 +104,15 @@ static const char *help =
     "                                        time of the step\n"
     "                        dist:MEAN:SD    lognormal delay per rank and step\n"
     "\n"
+    "failures\n"
+    "  --on-failure A        abort: a failed exchange (a rank died: PCOLL_TIMEOUT_S names\n"
+    "                        it) ends the job (default); shrink: the live ranks go on\n"
+    "                        without the dead (pcoll_shrink): the models and momenta are\n"
+    "                        averaged, the training set is sharded among them, the step\n"
+    "                        schedule stays; rank 0 must live (pcoll algorithms only)\n"
+    "  --failure-timeout S   with shrink: PCOLL_TIMEOUT_S when none is set (default 5)\n"
+    "  --inject kill:R:STEP  rank R kills itself (SIGKILL) before step STEP (tests)\n"
+    "\n"
     "output\n"
     "  --csv FILE            per-epoch log (default none)\n"
     "  --json FILE           run summary as one JSON object (default none)\n"
@@ -146,6 +155,8 @@ void train_opts_default(train_opts_t *o)
     o->eval_every = 1;
     o->target = NAN;
     o->gemm = NULL; /* PCOLL_TRAIN_GEMM, else auto */
+    o->failure_timeout = 5;
+    o->inject_kill_rank = -1;
 }
 
 void train_opts_resolve(train_opts_t *o)
@@ -169,7 +180,8 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
     enum {
         F_TASK = 256, F_DATA, F_LAYERS, F_TRAIN_LIMIT, F_DIM, F_TRAIN_POINTS, F_VAL_POINTS, F_NOISE, F_ALGO,
         F_SYNC_EVERY, F_MODEL_SYNC, F_LR, F_LR_SCHEDULE, F_MOMENTUM, F_BATCH, F_EPOCHS, F_MAX_STEPS, F_SEED, F_IMBALANCE, F_CSV,
-        F_JSON, F_TARGET, F_EVAL_EVERY, F_GEMM, F_QUIET, F_HELP, F_FUSION, F_FUSION_MODEL, F_TIMELINE
+        F_JSON, F_TARGET, F_EVAL_EVERY, F_GEMM, F_QUIET, F_HELP, F_FUSION, F_FUSION_MODEL, F_TIMELINE,
+        F_ON_FAILURE, F_FAILURE_TIMEOUT, F_INJECT
     };
     static const struct option flags[] = {
         {"task", required_argument, 0, F_TASK},
@@ -200,6 +212,9 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
         {"quiet", no_argument, 0, F_QUIET},
         {"fusion", required_argument, 0, F_FUSION},
         {"fusion-model", required_argument, 0, F_FUSION_MODEL},
+        {"on-failure", required_argument, 0, F_ON_FAILURE},
+        {"failure-timeout", required_argument, 0, F_FAILURE_TIMEOUT},
+        {"inject", required_argument, 0, F_INJECT},
         {"help", no_argument, 0, F_HELP},
         {0, 0, 0, 0},
     };
@@ -267,6 +282,21 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
             o->gemm = v;
             break;
         case F_QUIET: o->quiet = 1; break;
+        case F_ON_FAILURE:
+            if (strcmp(v, "abort") == 0) o->on_failure_shrink = 0;
+            else if (strcmp(v, "shrink") == 0) o->on_failure_shrink = 1;
+            else tool_usage_error(prog, "--on-failure: \"%s\" is not abort or shrink", v);
+            break;
+        case F_FAILURE_TIMEOUT: o->failure_timeout = tool_flag_double(prog, "--failure-timeout", v, 0.1, 3600); break;
+        case F_INJECT: {
+            int rk, used = 0;
+            long st;
+            if (sscanf(v, "kill:%d:%ld%n", &rk, &st, &used) != 2 || v[used] != '\0' || rk < 0 || st < 0)
+                tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP", v);
+            o->inject_kill_rank = rk;
+            o->inject_kill_step = st;
+            break;
+        }
         case F_FUSION: {
             pcoll_fusion_spec_t spec;
             if (pcoll_fusion_spec_parse(v, &spec) != PCOLL_SUCCESS) tool_usage_error(prog, "--fusion: %s", pcoll_last_error());
@@ -307,5 +337,7 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
     if (o->fusion && strcmp(o->algo, "mpi") != 0 && strcmp(o->algo, "sync") != 0)
         tool_usage_error(prog, "--fusion applies to --algo mpi and sync, not %s", o->algo);
     if (o->fusion_model && !o->fusion) tool_usage_error(prog, "--fusion-model needs --fusion");
+    if (o->on_failure_shrink && strcmp(o->algo, "mpi") == 0)
+        tool_usage_error(prog, "--on-failure shrink needs a pcoll algorithm (pcoll_shrink), not --algo mpi");
     return 0;
 }

@@ -72,6 +72,11 @@ void report_summary(FILE *out, const train_result_t *r)
                     100.0 * x->ctl_busy_s / x->ctl_open_s);
         fputc('\n', out);
     }
+    if (r->shrinks)
+        fprintf(out, "failure: ranks died at step %llu; %d of %d ranks went on after %.2f s in pcoll_shrink and the "
+                     "rebuild (%d shrink%s)\n",
+                (unsigned long long)r->shrink_step, r->ranks_at_end, r->ranks, r->recovery_s, r->shrinks,
+                r->shrinks > 1 ? "s" : "");
     fprintf(out, "models differ by at most %.3g before the final synchronous round, %.3g after it (max over "
                  "parameters of max-min over ranks)\n",
             r->model_max_diff_before_sync, r->model_max_diff);
@@ -124,6 +129,12 @@ int report_json(const char *path, const train_result_t *r)
     tool_json_str(&j, "task", train_task_name(o->task));
     tool_json_str(&j, "algo", o->algo);
     tool_json_int(&j, "ranks", r->ranks);
+    tool_json_int(&j, "ranks_at_end", r->ranks_at_end);
+    tool_json_int(&j, "shrinks", r->shrinks);
+    if (r->shrinks) {
+        tool_json_int(&j, "shrink_step", (long long)r->shrink_step);
+        tool_json_num(&j, "recovery_s", r->recovery_s);
+    }
     tool_json_str(&j, "imbalance", r->imbalance);
     tool_json_int(&j, "steps", (long long)r->steps);
     tool_json_num(&j, "wall_s", r->wall_s);

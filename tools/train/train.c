@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,9 @@ static double lr_at(const train_opts_t *o, uint64_t step, uint64_t total)
 
 /* Everything a run allocates, so that one cleanup path frees it. */
 typedef struct run {
+    MPI_Comm comm; /* MPI_COMM_WORLD, or the survivors' after a shrink */
     int rank, nranks;
+    int world_rank; /* the rank at the start (--inject names it) */
     train_opts_t o;
     imbalance_t imb;
     dataset_t train, eval;
@@ -52,6 +55,7 @@ typedef struct run {
     size_t *order;  /* shuffled indices into the shard */
     exchange_t *ex;
     pcoll_t *ctx;     /* NULL for the mpi baseline without a timeline */
+    pcoll_t *first_ctx; /* the caller's (ctx differs after a shrink) */
     int marks;        /* a timeline records: mark the step's phases */
     float *snapshots; /* rank 0: snap_cap x nparams, nsnap taken */
     size_t nsnap, snap_cap;
@@ -67,6 +71,10 @@ typedef struct run {
     uint64_t step, executed; /* iterations; steps this rank computed */
     double compute_s, sleep_s, exchange_s;
     float *before_sync; /* the model before the final synchronization */
+    /* --on-failure shrink */
+    int shrinks;
+    uint64_t shrink_step;
+    double recovery_s;
 } run_t;
 
 /* Every rank learns whether the setup succeeded everywhere; if not, every rank
@@ -74,14 +82,14 @@ typedef struct run {
 static int agree(const run_t *r, int ok)
 {
     int mine = ok ? r->nranks : r->rank, first = r->nranks;
-    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, r->comm) != MPI_SUCCESS) {
         fprintf(stderr, "pcoll-train: MPI_Allreduce failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (first == r->nranks) return 0;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", tr_error());
-    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, r->comm) != MPI_SUCCESS) {
         fprintf(stderr, "pcoll-train: MPI_Bcast failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -193,7 +201,7 @@ static int measure_profile(run_t *r, double *tb, double *tf)
     gather_batch(r, 0, &mb);
     hook_times_t h;
     for (int p = -WARMUP; p < PASSES; p++) {
-        check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r->rank);
+        check_mpi(MPI_Barrier(r->comm), "MPI_Barrier", r->rank);
         double t0 = MPI_Wtime();
         (void)mlp_loss_grad_hooked(r->model, r->params, r->work, &mb, r->grad, record_hook, &h);
         if (p < 0) continue;
@@ -210,10 +218,10 @@ static int measure_profile(run_t *r, double *tb, double *tf)
     /* the shape's sum over the ranks at rank 0, handed to all: the same
        numbers everywhere */
     const int root = r->rank == 0;
-    check_mpi(MPI_Reduce(root ? MPI_IN_PLACE : shape, root ? shape : NULL, L, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+    check_mpi(MPI_Reduce(root ? MPI_IN_PLACE : shape, root ? shape : NULL, L, MPI_DOUBLE, MPI_SUM, 0, r->comm),
               "MPI_Reduce", r->rank);
-    check_mpi(MPI_Bcast(shape, L, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast", r->rank);
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, total, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce", r->rank);
+    check_mpi(MPI_Bcast(shape, L, MPI_DOUBLE, 0, r->comm), "MPI_Bcast", r->rank);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, total, 2, MPI_DOUBLE, MPI_MAX, r->comm), "MPI_Allreduce", r->rank);
     *tf = total[0];
     for (int l = 0; l < L; l++) tb[l] = shape[l] * total[1];
     free(samples);
@@ -252,7 +260,7 @@ static int plan_fusion(run_t *r, pcoll_t *ctx, train_result_t *res)
     } else if (rc == 0) {
         size_t top = 4;
         while (top < r->model->nparams * sizeof(float)) top *= 2;
-        rc = exchange_calibrate(o->algo, MPI_COMM_WORLD, ctx, top, &model);
+        rc = exchange_calibrate(o->algo, r->comm, ctx, top, &model);
     }
     pcoll_fusion_profile_t prof = {.nlayers = L, .bytes = bytes, .backward_us = tb, .forward_us = tf};
     if (rc == 0 && pcoll_fusion_plan_create(&prof, &model, &spec, &r->plan) != PCOLL_SUCCESS)
@@ -273,7 +281,7 @@ static int plan_fusion(run_t *r, pcoll_t *ctx, train_result_t *res)
         }
         memset(r->velocity, 0, n * sizeof *r->velocity);
         update_ms = tool_median(t, PASSES);
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, &update_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce",
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, &update_ms, 1, MPI_DOUBLE, MPI_MAX, r->comm), "MPI_Allreduce",
                   r->rank);
     }
     if (rc == 0) {
@@ -419,7 +427,7 @@ static void gather_batch(run_t *r, size_t b, mlp_batch_t *mb)
 static void average_models(run_t *r)
 {
     const size_t n = r->model->nparams;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, r->params, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "model averaging",
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, r->params, (int)n, MPI_FLOAT, MPI_SUM, r->comm), "model averaging",
               r->rank);
     const float s = 1.0f / (float)r->nranks;
     for (size_t i = 0; i < n; i++) r->params[i] *= s;
@@ -432,8 +440,8 @@ static void average_models(run_t *r)
 static double model_max_diff(run_t *r, const float *x)
 {
     const size_t n = r->model->nparams;
-    check_mpi(MPI_Allreduce(x, r->grad, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce(MAX)", r->rank);
-    check_mpi(MPI_Allreduce(x, r->update, (int)n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce(MIN)", r->rank);
+    check_mpi(MPI_Allreduce(x, r->grad, (int)n, MPI_FLOAT, MPI_MAX, r->comm), "MPI_Allreduce(MAX)", r->rank);
+    check_mpi(MPI_Allreduce(x, r->update, (int)n, MPI_FLOAT, MPI_MIN, r->comm), "MPI_Allreduce(MIN)", r->rank);
     double d = 0.0;
     for (size_t i = 0; i < n; i++) {
         double e = (double)r->grad[i] - (double)r->update[i];
@@ -493,10 +501,19 @@ static void evaluate_snapshots(run_t *r, train_result_t *res)
 
 /* The setup: options, data, model, records, plan and exchange; every
  * failure is agreed on (every rank returns -1). */
+/* The exchange on r->comm and r->ctx (collective). */
+static int create_exchange(run_t *r)
+{
+    const train_opts_t *o = &r->o;
+    exchange_config_t xc = {o->algo, r->model->nparams, o->sync_every, o->seed, r->comm, r->ctx,
+                            r->plan, r->grad, r->layer_off, r->layer_cnt};
+    return exchange_create(&xc, &r->ex);
+}
+
 static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
 {
     const train_opts_t *o = &r->o;
-    r->ctx = ctx;
+    r->ctx = r->first_ctx = ctx;
     int ok = check_opts(o) == 0;
     ok = ok && (!o->gemm || gemm_select_kernel(o->gemm) == 0);
     ok = ok && imbalance_parse(o->imbalance ? o->imbalance : "none", o->seed, &r->imb) == 0;
@@ -507,7 +524,7 @@ static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
     /* every rank runs the same number of steps per epoch (collectives must
        match): as many full batches as the smallest shard holds */
     long spe = (long)(r->train.n / o->batch), min_spe = 0;
-    check_mpi(MPI_Allreduce(&spe, &min_spe, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce", r->rank);
+    check_mpi(MPI_Allreduce(&spe, &min_spe, 1, MPI_LONG, MPI_MIN, r->comm), "MPI_Allreduce", r->rank);
     if (min_spe < 1) {
         tr_fail("--batch %zu is larger than the smallest shard of training data (%zu samples at rank %d)", o->batch,
                 r->train.n, r->rank);
@@ -523,16 +540,98 @@ static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
     ok = ok && alloc_records(r, epochs) == 0;
     if (agree(r, ok)) return -1;
     if (o->fusion && agree(r, plan_fusion(r, ctx, res) == 0)) return -1;
-    exchange_config_t xc = {o->algo, r->model->nparams, o->sync_every, o->seed, MPI_COMM_WORLD, ctx,
-                            r->plan, r->grad, r->layer_off, r->layer_cnt};
-    if (agree(r, exchange_create(&xc, &r->ex) == 0)) return -1;
+    if (o->on_failure_shrink) {
+        /* a dead rank is found by the exchange's timeout */
+        double warn, timeout;
+        if (!ctx) ok = tr_fail("--on-failure shrink needs a pcoll algorithm (not --algo mpi)") == 0;
+        else if (pcoll_get_timeouts(ctx, &warn, &timeout) != PCOLL_SUCCESS ||
+                 (timeout <= 0 && pcoll_set_timeouts(ctx, warn, o->failure_timeout) != PCOLL_SUCCESS))
+            ok = tr_fail("pcoll_set_timeouts: %s", pcoll_last_error()) == 0;
+        if (agree(r, ok)) return -1;
+    }
+    if (agree(r, create_exchange(r) == 0)) return -1;
     return 0;
+}
+
+/* A failed exchange step with --on-failure shrink: the live ranks agree on
+ * who is left (pcoll_shrink) and go on with them: the models and momenta
+ * averaged, the training set sharded among them, a new exchange.  The step
+ * schedule stays (each epoch then covers a smaller part of the set); rank 0
+ * must be alive (it keeps the evaluation data and the records).  Without
+ * the flag, or if this fails: the job ends. */
+static void recover(run_t *r)
+{
+    if (!r->o.on_failure_shrink) fatal(r->rank);
+    fprintf(stderr, "pcoll-train: rank %d: %s; going on without the ranks that are gone (--on-failure shrink)\n",
+            r->world_rank, tr_error());
+    double t0 = MPI_Wtime();
+    MPI_Comm comm;
+    pcoll_t *ctx;
+    if (pcoll_shrink(r->ctx, &comm, &ctx) != PCOLL_SUCCESS) {
+        tr_fail("pcoll_shrink: %s", pcoll_last_error());
+        fatal(r->rank);
+    }
+    exchange_abandon(&r->ex);
+    pcoll_t *old = r->ctx;
+    if (old != r->first_ctx) pcoll_finalize(&old); /* the caller's is finalized by the caller */
+    /* the old communicator (after an earlier shrink) is left: freeing it
+       could need the dead */
+    r->comm = comm;
+    r->ctx = ctx;
+    check_mpi(MPI_Comm_rank(comm, &r->rank), "MPI_Comm_rank", r->rank);
+    check_mpi(MPI_Comm_size(comm, &r->nranks), "MPI_Comm_size", r->rank);
+    int first = r->world_rank;
+    check_mpi(MPI_Bcast(&first, 1, MPI_INT, 0, comm), "MPI_Bcast", r->rank);
+    if (first != 0) {
+        tr_fail("rank 0 is gone, and with it the evaluation data and the epoch records: --on-failure shrink "
+                "goes on only while rank 0 lives");
+        fatal(r->rank);
+    }
+    const size_t n = r->model->nparams;
+    const float s = 1.0f / (float)r->nranks;
+    float *bufs[2] = {r->params, r->velocity};
+    for (int k = 0; k < 2; k++) {
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, bufs[k], (int)n, MPI_FLOAT, MPI_SUM, comm), "model averaging", r->rank);
+        for (size_t i = 0; i < n; i++) bufs[k][i] *= s;
+    }
+    /* the dead ranks' samples are shared out again */
+    dataset_free(&r->train);
+    const train_opts_t *o = &r->o;
+    int rc;
+    if (o->task == TASK_FMNIST) {
+        rc = fmnist_load(o->data_dir, o->train_limit, r->rank, r->nranks, &r->train, NULL);
+    } else {
+        hyperplane_cfg_t hc = {o->dim, o->train_points, o->val_points, o->noise, o->seed};
+        rc = hyperplane_make(&hc, r->rank, r->nranks, &r->train, NULL);
+    }
+    size_t *order = rc == 0 ? realloc(r->order, r->train.n * sizeof *r->order) : NULL;
+    if (!order) {
+        if (rc == 0) tr_fail("out of memory for the new shard");
+        fatal(r->rank);
+    }
+    r->order = order;
+    for (size_t i = 0; i < r->train.n; i++) r->order[i] = i;
+    shuffle(r, (long)(r->step / (uint64_t)r->steps_per_epoch));
+    if (create_exchange(r) != 0) fatal(r->rank);
+    if (r->shrinks++ == 0) r->shrink_step = r->step;
+    double t = MPI_Wtime() - t0;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce", r->rank);
+    r->recovery_s += t;
+    if (r->rank == 0)
+        fprintf(stderr, "pcoll-train: going on with %d ranks after %.2f s (pcoll_shrink and the rebuild)\n",
+                r->nranks, t);
 }
 
 /* One step: a batch's gradient, the imbalance's sleep, the exchange. */
 static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_stats_t *st)
 {
     const train_opts_t *o = &r->o;
+    if (o->inject_kill_rank == r->world_rank && (long)r->step == o->inject_kill_step) {
+        fprintf(stderr, "pcoll-train: rank %d: --inject: killing this process at step %ld\n", r->world_rank,
+                o->inject_kill_step);
+        fflush(NULL);
+        raise(SIGKILL);
+    }
     r->marks = pcoll_timeline_recording(r->ctx);
     mark(r, "step", PCOLL_MARK_BEGIN);
     double ta = MPI_Wtime();
@@ -560,7 +659,10 @@ static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_st
     exchange_info_t info;
     const float *in = exchange_averages_models(r->ex) ? r->params : r->grad;
     mark(r, "exchange", PCOLL_MARK_BEGIN);
-    if (exchange_step(r->ex, in, r->update, &info)) fatal(r->rank);
+    if (exchange_step(r->ex, in, r->update, &info)) {
+        recover(r); /* this step's exchange is lost: nothing is applied */
+        memset(&info, 0, sizeof info);
+    }
     mark(r, "exchange", PCOLL_MARK_END);
     double td = MPI_Wtime();
     apply_delivery(r, &info, lr, st);
@@ -594,7 +696,10 @@ static void finish_exchange(run_t *r, train_result_t *res)
     }
     memcpy(r->before_sync, r->params, r->model->nparams * sizeof *r->before_sync);
     exchange_info_t info;
-    if (exchange_finish(r->ex, r->params, r->update, &info)) fatal(r->rank);
+    if (exchange_finish(r->ex, r->params, r->update, &info)) {
+        recover(r);
+        if (exchange_finish(r->ex, r->params, r->update, &info)) fatal(r->rank);
+    }
     res->exchange_stats = *exchange_get_stats(r->ex);
     if (info.rounds > 0) {
         epoch_stats_t fst;
@@ -633,7 +738,7 @@ static void record_epoch(run_t *r, train_result_t *res, long e, const epoch_stat
 /* The epochs; returns the wall time. */
 static double train_epochs(run_t *r, train_result_t *res)
 {
-    check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", r->rank);
+    check_mpi(MPI_Barrier(r->comm), "MPI_Barrier", r->rank);
     const double t0 = MPI_Wtime();
     double epoch_t0 = t0;
     for (long e = 0; e < r->epochs; e++) {
@@ -688,14 +793,19 @@ static void summarize(run_t *r, train_result_t *res, double wall)
         tr_fail("out of memory");
         fatal(r->rank);
     }
-    check_mpi(MPI_Reduce(r->loss_sum, tmp, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce",
+    check_mpi(MPI_Reduce(r->loss_sum, tmp, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, r->comm), "MPI_Reduce",
               r->rank);
-    check_mpi(MPI_Reduce(r->loss_cnt, tmp + epochs, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce",
+    check_mpi(MPI_Reduce(r->loss_cnt, tmp + epochs, (int)epochs, MPI_DOUBLE, MPI_SUM, 0, r->comm), "MPI_Reduce",
               r->rank);
     double mine[4] = {r->compute_s, r->sleep_s, r->exchange_s, (double)r->executed}, all[4] = {0, 0, 0, 0};
-    check_mpi(MPI_Reduce(mine, all, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce", r->rank);
+    check_mpi(MPI_Reduce(mine, all, 4, MPI_DOUBLE, MPI_SUM, 0, r->comm), "MPI_Reduce", r->rank);
     res->steps = r->step;
     res->steps_executed = r->executed;
+    res->ranks_at_end = r->nranks;
+    res->shrinks = r->shrinks;
+    res->shrink_step = r->shrink_step;
+    res->recovery_s = r->recovery_s;
+    res->ctx_at_end = r->ctx;
     res->wall_s = wall;
     res->steps_per_s = wall > 0 ? (double)r->step / wall : NAN;
     res->test_accuracy = res->test_loss = res->val_mse = res->time_to_target_s = NAN;
@@ -724,8 +834,10 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
     run_t r;
     memset(&r, 0, sizeof r);
     memset(res, 0, sizeof *res);
-    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &r.rank), "MPI_Comm_rank", 0);
-    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &r.nranks), "MPI_Comm_size", r.rank);
+    r.comm = MPI_COMM_WORLD;
+    check_mpi(MPI_Comm_rank(r.comm, &r.rank), "MPI_Comm_rank", 0);
+    r.world_rank = r.rank;
+    check_mpi(MPI_Comm_size(r.comm, &r.nranks), "MPI_Comm_size", r.rank);
     r.o = *opts;
     train_opts_resolve(&r.o);
     if (setup(&r, ctx, res) != 0) {

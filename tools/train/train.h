@@ -49,6 +49,10 @@ typedef struct train_opts {
                                   (optimal, mgwfbp, wfbp, single, fixed:BYTES); NULL: none */
     const char *fusion_model;  /* "A,B" for the plan; NULL: calibrated on the job */
     int quiet;                 /* no table on stdout */
+    int on_failure_shrink;     /* --on-failure shrink: go on without a dead rank */
+    double failure_timeout;    /* its PCOLL_TIMEOUT_S when none is set (seconds) */
+    int inject_kill_rank;      /* --inject kill:R:STEP (-1: none) */
+    long inject_kill_step;
 } train_opts_t;
 
 void train_opts_default(train_opts_t *o);
@@ -81,6 +85,13 @@ typedef struct train_result {
     /* the resolved configuration */
     train_opts_t opts;
     int ranks;
+    int ranks_at_end;        /* fewer after --on-failure shrink */
+    int shrinks;             /* times the run went on without dead ranks */
+    uint64_t shrink_step;    /* the step of the first (rank 0's count) */
+    double recovery_s;       /* rank 0: time in pcoll_shrink and the rebuild */
+    pcoll_t *ctx_at_end;     /* after a shrink: the survivors' context (the
+                                caller finalizes it, and ends without
+                                MPI_Finalize: a dead rank can hold it) */
     char model[256];        /* "784-512-256-128-10" (truncated if longer) */
     size_t nparams;
     char imbalance[512];
@@ -122,7 +133,9 @@ typedef struct train_result {
 
 /* Collective over MPI_COMM_WORLD.  ctx may be NULL for --algo mpi.  Returns 0,
  * or -1 at every rank with the same message (tr_error) when the setup fails
- * (bad options, missing data); failures during training abort the job. */
+ * (bad options, missing data); failures during training abort the job, or
+ * with --on-failure shrink go on without the dead ranks (ctx is then
+ * replaced: res->ctx_at_end). */
 int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res);
 void train_result_free(train_result_t *res);
 
