@@ -512,11 +512,17 @@ int pcoll_test(pcoll_request_t **preq, int *flag)
         *flag = 1; /* like MPI_REQUEST_NULL: nothing to wait for */
         return PCOLL_SUCCESS;
     }
+    int rc = pc_ctx_replaced((*preq)->ctx, __func__);
+    if (rc != PCOLL_SUCCESS) return rc;
     *flag = atomic_load(&(*preq)->done);
     return *flag ? release(preq, PCOLL_SUCCESS, __func__) : PCOLL_SUCCESS;
 }
 
-int pc_request_wait(pcoll_request_t **preq, const char *fn) { return release(preq, pc_op_wait(*preq, fn), fn); }
+int pc_request_wait(pcoll_request_t **preq, const char *fn)
+{
+    int rc = pc_ctx_replaced((*preq)->ctx, fn);
+    return rc != PCOLL_SUCCESS ? rc : release(preq, pc_op_wait(*preq, fn), fn);
+}
 
 int pcoll_wait(pcoll_request_t **preq)
 {

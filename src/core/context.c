@@ -29,8 +29,13 @@ int pc_ctx_check(const pcoll_t *ctx, const char *fn)
 {
     if (!ctx) return pc_error(PCOLL_ERR_NULL, fn, "ctx is NULL (call pcoll_init first)");
     pc_log_set_rank(ctx->rank, ctx->id); /* this thread's log lines are this context's */
+    return pc_ctx_replaced(ctx, fn);
+}
+
+int pc_ctx_replaced(const pcoll_t *ctx, const char *fn)
+{
     if (atomic_load(&ctx->shrunk))
-        return pc_error(PCOLL_ERR_STATE, fn, "ctx was replaced by pcoll_shrink: use the context it gave");
+        return pc_error(PCOLL_ERR_STATE, fn, "its context was replaced by pcoll_shrink: use the context it gave");
     return PCOLL_SUCCESS;
 }
 

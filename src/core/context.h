@@ -111,6 +111,9 @@ void pc_ctx_free_channel(pcoll_t *ctx, uint32_t channel);
 /* Checks ctx is usable from the public API (and makes the calling thread's
  * log lines this context's). */
 int pc_ctx_check(const pcoll_t *ctx, const char *fn);
+/* PCOLL_ERR_STATE (message set) once pcoll_shrink replaced ctx: the calls
+ * of its objects and requests refuse, instead of waiting for the dead. */
+int pc_ctx_replaced(const pcoll_t *ctx, const char *fn);
 
 /* The algorithm for `bytes` among n ranks with the context's settings
  * (algo/allreduce.h: what the allreduce is for decides). */

@@ -132,6 +132,8 @@ int pcoll_start(pcoll_plan_t *plan, pcoll_request_t **out)
     if (!plan || !out) return PC_ERR(PCOLL_ERR_NULL, "%s is NULL", !plan ? "plan" : "req");
     pcoll_request_t *req = plan->req;
     *out = NULL;
+    int rc = pc_ctx_replaced(plan->ctx, "pcoll_start");
+    if (rc != PCOLL_SUCCESS) return rc;
     if (req->abandoned || req->group->broken)
         return PC_ERR(PCOLL_ERR_STATE,
                       "an earlier start of this plan (or operation on its group) timed out or failed: the plan can "
@@ -164,7 +166,10 @@ int pcoll_plan_free(pcoll_plan_t **pplan)
     pcoll_plan_t *plan = *pplan;
     pcoll_request_t *req = plan->req;
     pcoll_t *ctx = plan->ctx;
-    if (req->abandoned) { /* a start timed out: MPI may still use the buffers */
+    if (atomic_load(&ctx->shrunk)) {
+        /* its context was replaced: the handle goes, the request stays
+         * with the context (whose memory is kept until exit) */
+    } else if (req->abandoned) { /* a start timed out: MPI may still use the buffers */
         pc_op_zombie(req);
     } else {
         if (req->outstanding)

@@ -272,7 +272,8 @@ int pcoll_fusion_ready(pcoll_fusion_t *f, int layer)
 {
     static const char *fn = "pcoll_fusion_ready";
     if (!f) return pc_error(PCOLL_ERR_NULL, fn, "fusion is NULL");
-    int rc = pc_fault_raise(&f->base.fault, fn);
+    int rc = pc_ctx_replaced(f->base.ctx, fn);
+    if (rc == PCOLL_SUCCESS) rc = pc_fault_raise(&f->base.fault, fn);
     if (rc != PCOLL_SUCCESS) return rc;
     if (layer < 0 || layer >= f->nlayers)
         return pc_error(PCOLL_ERR_ARG, fn, "layer %d is not in 0..%d", layer, f->nlayers - 1);
@@ -300,7 +301,8 @@ int pcoll_fusion_wait(pcoll_fusion_t *f)
 {
     static const char *fn = "pcoll_fusion_wait";
     if (!f) return pc_error(PCOLL_ERR_NULL, fn, "fusion is NULL");
-    int rc = PCOLL_SUCCESS, timed_out = 0;
+    int rc = pc_ctx_replaced(f->base.ctx, fn), timed_out = 0;
+    if (rc != PCOLL_SUCCESS) return rc;
     uint64_t t0 = pc_tl_now(f->base.ctx);
     for (int k = 0; k < f->next; k++) {
         bucket_t *b = &f->b[k]; /* every bucket before next was started */
@@ -341,6 +343,8 @@ int pcoll_fusion_free(pcoll_fusion_t **pf)
 {
     if (!pf || !*pf) return pc_error(PCOLL_ERR_NULL, "pcoll_fusion_free", "fusion is NULL");
     pcoll_fusion_t *f = *pf;
+    int rc = pc_ctx_replaced(f->base.ctx, "pcoll_fusion_free");
+    if (rc != PCOLL_SUCCESS) return rc;
     for (int k = 0; k < f->next; k++)
         if (f->b[k].req)
             return pc_error(PCOLL_ERR_STATE, "pcoll_fusion_free",

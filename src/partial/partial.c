@@ -413,6 +413,8 @@ static int wait_for(pcoll_partial_t *p, wait_target_t *w, const char *fn)
 static int enter(pcoll_partial_t *p, const char *fn)
 {
     if (!p) return pc_error(PCOLL_ERR_NULL, fn, "p is NULL");
+    int rc = pc_ctx_replaced(p->base.ctx, fn);
+    if (rc != PCOLL_SUCCESS) return rc;
     pthread_mutex_lock(&p->lock);
     if (p->app_busy) {
         pthread_mutex_unlock(&p->lock);

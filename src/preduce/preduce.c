@@ -183,12 +183,14 @@ static int enter(pcoll_preduce_t *o, const char *fn)
 {
     if (!o) return pc_error(PCOLL_ERR_NULL, fn, "obj is NULL");
     pc_log_set_rank(o->me, o->base.ctx->id);
+    int rc = pc_ctx_replaced(o->base.ctx, fn);
+    if (rc != PCOLL_SUCCESS) return rc;
     pthread_mutex_lock(&o->lock);
     int busy = o->busy;
     o->busy = 1;
     pthread_mutex_unlock(&o->lock);
     if (busy) return pc_error(PCOLL_ERR_STATE, fn, "the object is already in use by another call (one thread at a time)");
-    int rc = pc_fault_raise(&o->base.fault, fn);
+    rc = pc_fault_raise(&o->base.fault, fn);
     return rc != PCOLL_SUCCESS ? leave(o, rc) : PCOLL_SUCCESS;
 }
 

@@ -4,7 +4,9 @@
  * test_shrink (any P): nobody died.  Every rank calls pcoll_shrink and gets
  * a context of all P ranks in the same order (an allreduce on it is
  * right); the old context's calls then fail with PCOLL_ERR_STATE naming
- * pcoll_shrink, and its pcoll_finalize returns at once.  Bad arguments
+ * pcoll_shrink (so do its objects' calls: a partial object, a plan's
+ * start; freeing the plan frees its handle only), and its pcoll_finalize
+ * returns at once.  Bad arguments
  * (NULL pointers) are refused.
  *
  * test_shrink kill (run by shrink_test.sh under a hard timeout, P >= 3):
@@ -39,6 +41,13 @@ static void nobody_died(void)
     pcoll_t *ctx, *ctx2;
     MPI_Comm comm;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
+    pcoll_partial_config_t cfg;
+    pcoll_partial_config_default(&cfg);
+    pcoll_partial_t *p;
+    CHECK_RC(pcoll_partial_create(ctx, 1, PCOLL_INT64, &cfg, &p));
+    int64_t a = 1, b = 0;
+    pcoll_plan_t *plan;
+    CHECK_RC(pcoll_allreduce_init(ctx, &a, &b, 1, PCOLL_INT64, PCOLL_SUM, NULL, 0, &plan));
     EXPECT_ERR(pcoll_shrink(ctx, NULL, &ctx2), PCOLL_ERR_NULL, "survivors");
     EXPECT_ERR(pcoll_shrink(ctx, &comm, NULL), PCOLL_ERR_NULL, "newctx");
     EXPECT_ERR(pcoll_shrink(NULL, &comm, &ctx2), PCOLL_ERR_NULL, "ctx");
@@ -54,6 +63,13 @@ static void nobody_died(void)
     MPI_Comm c3;
     pcoll_t *ctx3;
     EXPECT_ERR(pcoll_shrink(ctx, &c3, &ctx3), PCOLL_ERR_STATE, "pcoll_shrink");
+    /* its objects refuse too, free included (left with it) */
+    EXPECT_ERR(pcoll_partial_allreduce(p, &a, &b, NULL), PCOLL_ERR_STATE, "pcoll_shrink");
+    EXPECT_ERR(pcoll_partial_free(&p), PCOLL_ERR_STATE, "pcoll_shrink");
+    pcoll_request_t *req;
+    EXPECT_ERR(pcoll_start(plan, &req), PCOLL_ERR_STATE, "pcoll_shrink");
+    CHECK_RC(pcoll_plan_free(&plan)); /* the handle only */
+    CHECK(plan == NULL);
     CHECK_RC(pcoll_finalize(&ctx));
     CHECK(ctx == NULL);
     CHECK_RC(pcoll_finalize(&ctx2));

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data.h"
 #include "err.h"
@@ -567,7 +568,15 @@ static void recover(run_t *r)
     double t0 = MPI_Wtime();
     MPI_Comm comm;
     pcoll_t *ctx;
-    if (pcoll_shrink(r->ctx, &comm, &ctx) != PCOLL_SUCCESS) {
+    int rc = pcoll_shrink(r->ctx, &comm, &ctx);
+    if (rc == PCOLL_ERR_STATE) {
+        /* cut off from the majority (it came too late): the others go on,
+           so this rank leaves alone, without MPI_Abort's end of the job */
+        fprintf(stderr, "pcoll-train: rank %d: pcoll_shrink: %s\n", r->world_rank, pcoll_last_error());
+        fflush(NULL);
+        _exit(3);
+    }
+    if (rc != PCOLL_SUCCESS) {
         tr_fail("pcoll_shrink: %s", pcoll_last_error());
         fatal(r->rank);
     }
@@ -597,7 +606,6 @@ static void recover(run_t *r)
     /* the dead ranks' samples are shared out again */
     dataset_free(&r->train);
     const train_opts_t *o = &r->o;
-    int rc;
     if (o->task == TASK_FMNIST) {
         rc = fmnist_load(o->data_dir, o->train_limit, r->rank, r->nranks, &r->train, NULL);
     } else {

@@ -1,0 +1,74 @@
+#!/bin/sh
+# A rank killed with SIGKILL in the middle of training: pcoll-train
+# --on-failure shrink goes on with the others (pcoll_shrink), against the
+# same run without the failure.  Fashion-MNIST, per rank count and
+# algorithm, REPEATS runs of each, taking turns.  The victim (rank VICTIM,
+# not 0) kills itself (--inject) half-way through the second epoch.
+# Prints a table of medians (wall time, test accuracy, time to TARGET,
+# pcoll_shrink's and the rebuild's time) and the time the failure cost;
+# the runs' JSON lines (with "failure": "none" or "kill") go to
+# OUT/runs.jsonl.
+#
+#   scripts/failure-experiment.sh
+#
+# Environment: BUILD, MPIRUN (as demo.sh), NPS ("4 8"), ALGOS ("solo sync"),
+# REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), TIMEOUT_S (2: the
+# PCOLL_TIMEOUT_S that finds the dead rank), OUT (results/failure).  About
+# 15 minutes on 2 cores with the defaults.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
+BUILD=${BUILD:-$root/build}
+nps=${NPS:-4 8}
+algos=${ALGOS:-solo sync}
+reps=${REPEATS:-3}
+epochs=${EPOCHS:-3}
+target=${TARGET:-0.82}
+victim=${VICTIM:-1}
+tmo=${TIMEOUT_S:-2}
+out=${OUT:-$root/results/failure}
+[ "$victim" -ge 1 ] || { echo "failure-experiment.sh: VICTIM must not be rank 0 (it keeps the records)" >&2; exit 2; }
+if [ -z "${MPIRUN:-}" ]; then
+    MPIRUN="mpirun --oversubscribe --bind-to none"
+    [ "$(id -u)" -eq 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
+fi
+train="$BUILD/bin/pcoll-train"
+[ -x "$train" ] || { echo "failure-experiment.sh: no $train (build first, or BUILD=DIR)" >&2; exit 1; }
+mkdir -p "$out"
+runs="$out/runs.jsonl"
+: >"$runs"
+for np in $nps; do
+    spe=$((60000 / np / 32))
+    at=$((spe + spe / 2))
+    for rep in $(seq 1 "$reps"); do
+        for algo in $algos; do
+            for failure in none kill; do
+                inject=""
+                [ "$failure" = kill ] && inject="--inject kill:$victim:$at"
+                echo "failure-experiment: $np ranks, $algo, $failure, run $rep" >&2
+                # mpirun's status is the victim's (137) when it kills itself
+                # shellcheck disable=SC2086
+                $MPIRUN --mca orte_abort_on_non_zero_status 0 -np "$np" "$train" --algo "$algo" --epochs "$epochs" \
+                    --target "$target" --on-failure shrink --failure-timeout "$tmo" $inject --quiet \
+                    --json "$out/run.json" >"$out/run.log" 2>&1 || true
+                if [ ! -s "$out/run.json" ]; then
+                    echo "failure-experiment.sh: the run wrote no JSON:" >&2
+                    tail -20 "$out/run.log" >&2
+                    exit 1
+                fi
+                sed "s/^{/{\"failure\": \"$failure\", \"np\": $np, /" "$out/run.json" >>"$runs"
+                rm -f "$out/run.json"
+            done
+        done
+    done
+done
+echo "| ranks | algo | failure | wall s | test accuracy | time to $target (s) | ranks at the end | shrink + rebuild (s) |"
+echo "|---|---|---|---|---|---|---|---|"
+medians "$runs" "np algo failure" "wall_s test_accuracy time_to_target_s ranks_at_end recovery_s" |
+    awk '{ printf "| %s | %s | %s | %.2f | %.4f | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, ($8 == "-" ? "-" : sprintf("%.2f", $8)) }'
+echo
+echo "time the failure cost (median wall time with it minus without it):"
+medians "$runs" "np algo failure" "wall_s" |
+    awk '{ k = $1 " " $2; w[k, $3] = $4; if (!(k in seen)) { seen[k] = 1; o[++n] = k } }
+         END { for (i = 1; i <= n; i++) printf "  %s ranks, %s: %.2f s\n", substr(o[i], 1, index(o[i], " ") - 1),
+                   substr(o[i], index(o[i], " ") + 1), w[o[i], "kill"] - w[o[i], "none"] }'
