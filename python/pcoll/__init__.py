@@ -39,6 +39,9 @@ __all__ = ["Context", "init", "Error", "Request", "Plan", "Partial", "PartialInf
 # Contexts that are not finalized yet: kept alive here, because finalize is
 # collective and must not happen whenever the garbage collector runs.
 _live = []
+# Contexts pcoll_shrink replaced: kept with their objects and requests, whose
+# buffers MPI may still hold.
+_replaced = []
 
 
 class Context(_pcoll.Context):
@@ -63,6 +66,25 @@ class Context(_pcoll.Context):
         finally:
             if self in _live:
                 _live.remove(self)
+
+    def shrink(self):
+        """After ranks died: collective over the live ranks, each calling it
+        after its own timeout (set_timeouts) named the dead.  Returns
+        (comm, ctx): an mpi4py communicator of the survivors (the old ranks in
+        increasing order) and a Context on it.  This context is replaced: its
+        calls and its objects' calls fail (pcoll.Error, ERR_STATE), and it is
+        kept until the end of the program.  Raises pcoll.Error (ERR_STATE)
+        where the survivors are not more than half of the ranks: that rank
+        must not go on.  pcoll_shrink in include/pcoll.h has the details; a
+        job that lost ranks should end with os._exit once its output is
+        written (MPI_Finalize can wait for the dead)."""
+        handle, ctx = super().shrink()
+        comm = _MPI.Comm.f2py(handle)
+        if self in _live:
+            _live.remove(self)
+        _replaced.append(self)
+        _live.append(ctx)
+        return comm, ctx
 
     def __enter__(self):
         return self

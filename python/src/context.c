@@ -151,6 +151,37 @@ static PyObject *context_finalize(pcpy_context_t *c, PyObject *noargs)
     Py_RETURN_NONE;
 }
 
+/* shrink() -> (handle, Context): pcoll_shrink, collective over the live
+ * ranks.  This context is then replaced: its progress thread stops, and its
+ * open objects and requests stay as they are (their calls fail; MPI may
+ * still hold their buffers, so they are kept, with this object). */
+static PyObject *context_shrink(pcpy_context_t *c, PyObject *noargs)
+{
+    (void)noargs;
+    pcoll_t *ctx = pcpy_ctx(c, "shrink");
+    if (!ctx) return NULL;
+    if (c->active > 0)
+        return pcpy_raise_msg(PCOLL_ERR_STATE, "Context.shrink: another thread is in a call on this context");
+    MPI_Comm comm = MPI_COMM_NULL;
+    pcoll_t *survivors = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pcoll_shrink(ctx, &comm, &survivors);
+    Py_END_ALLOW_THREADS
+    if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
+    pcoll_finalize(&c->ctx); /* replaced: stops its progress thread only */
+    PyObject *none = PyTuple_New(0);
+    pcpy_context_t *n = none ? (pcpy_context_t *)Py_TYPE(c)->tp_new(Py_TYPE(c), none, NULL) : NULL;
+    Py_XDECREF(none);
+    if (!n) {
+        pcoll_finalize(&survivors);
+        MPI_Comm_free(&comm);
+        return NULL;
+    }
+    n->ctx = survivors;
+    return Py_BuildValue("(iN)", (int)MPI_Comm_c2f(comm), (PyObject *)n);
+}
+
 static void context_dealloc(pcpy_context_t *c)
 {
     /* pcoll_finalize is collective: it cannot run from the garbage collector
@@ -582,6 +613,9 @@ static PyObject *call_calibrate(PyObject *c, PyObject *a, PyObject *k)
 static PyMethodDef context_methods[] = {
     {"finalize", (PyCFunction)context_finalize, METH_NOARGS,
      "finalize(): collective; completes what is in flight, closes the open objects (newest first), finalizes"},
+    {"shrink", (PyCFunction)context_shrink, METH_NOARGS,
+     "shrink() -> (handle, Context): after ranks died, collective over the live ones (pcoll_shrink); use "
+     "pcoll.Context.shrink"},
     {"allreduce", KW(context_allreduce),
      "allreduce(send, recv=None, op='sum', group=None): blocking; recv None: in place in send; group: a list of "
      "ranks (every member calls alike) or None for all"},
