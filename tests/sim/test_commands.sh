@@ -94,10 +94,10 @@ grep -q '<svg' "$dir/t.svg" || fail "train: no SVG"
 # stay the defaults that made the measurements, so the fit must find 7 and 35
 mkdir "$dir/m"
 for n in 2 4; do
-    "$sim" allreduce --json --ranks $n --link-rate 100mbit --max-bytes 64K --msg-cost 7us \
+    "$sim" allreduce --json --ranks $n --link-rate 100mbit --max-bytes 16K --msg-cost 7us \
         --latency 35us >"$dir/m/allreduce-${n}x1-100mbit.json" || fail "pcoll-sim allreduce for calibrate"
 done
-"$sim" calibrate --measured "$dir/m" --out "$dir/cal.json" --fit msg-cost,latency --evals 40 --quiet >"$dir/cal.txt" ||
+"$sim" calibrate --measured "$dir/m" --out "$dir/cal.json" --fit msg-cost,latency --evals 24 --quiet >"$dir/cal.txt" ||
     fail "pcoll-sim calibrate"
 "$py" - "$dir/cal.json" <<'PY' || fail "calibrate did not recover the factors"
 import json, sys
