@@ -1,20 +1,27 @@
 #!/bin/sh
-# A rank killed with SIGKILL in the middle of training: pcoll-train
-# --on-failure shrink goes on with the others (pcoll_shrink), against the
-# same run without the failure.  Fashion-MNIST, per rank count and
-# algorithm, REPEATS runs of each, taking turns.  The victim (rank VICTIM,
-# not 0) kills itself (--inject) half-way through the second epoch.
-# Prints a table of medians (wall time, test accuracy, time to TARGET,
-# pcoll_shrink's and the rebuild's time) and the time the failure cost;
-# the runs' JSON lines (with "failure": "none" or "kill") go to
-# OUT/runs.jsonl.
+# Failures in the middle of pcoll-train runs on Fashion-MNIST.
 #
-#   scripts/failure-experiment.sh
+#   scripts/failure-experiment.sh [kill] [stop]        (default: both)
+#
+# kill: a rank killed with SIGKILL: --on-failure shrink goes on with the
+#   others (pcoll_shrink), against the same run without the failure; per
+#   rank count and algorithm, REPEATS runs of each, taking turns.  The victim
+#   (rank VICTIM, not 0) kills itself (--inject) half-way through the second
+#   epoch.  A table of medians (wall time, test accuracy, time to TARGET,
+#   pcoll_shrink's and the rebuild's time) and the time the failure cost;
+#   the runs' JSON lines (with "failure": "none" or "kill") go to
+#   OUT/runs.jsonl.
+# stop: rank VICTIM stopped with SIGSTOP for STOP_S seconds half-way through
+#   the first epoch, per rank count, partial kind (STOP_ALGOS) and data phase
+#   (node-shared memory, messages): the other ranks' steps/s while it was
+#   stopped and before, and when its next step ended after SIGCONT (one run
+#   each, 1 epoch); JSON lines in OUT/stop.jsonl.
 #
 # Environment: BUILD, MPIRUN (as demo.sh), NPS ("4 8"), ALGOS ("solo sync"),
 # REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), TIMEOUT_S (2: the
-# PCOLL_TIMEOUT_S that finds the dead rank), OUT (results/failure).  About
-# 15 minutes on 2 cores with the defaults.
+# PCOLL_TIMEOUT_S that finds the dead rank), STOP_S (5), STOP_ALGOS ("solo
+# majority quorum:2 wagma"), OUT (results/failure).  About 20 minutes on 2
+# cores with the defaults.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/lib.sh"
@@ -35,6 +42,51 @@ fi
 train="$BUILD/bin/pcoll-train"
 [ -x "$train" ] || { echo "failure-experiment.sh: no $train (build first, or BUILD=DIR)" >&2; exit 1; }
 mkdir -p "$out"
+exps=${*:-kill stop}
+for e in $exps; do
+    case $e in kill | stop) ;; *) echo "failure-experiment.sh: unknown experiment \"$e\" (kill, stop)" >&2; exit 2 ;; esac
+done
+
+# run NAME FLAGS...: one pcoll-train run; its JSON line into OUT/NAME.json
+run() {
+    name=$1
+    shift
+    # mpirun's status is the victim's (137) when it kills itself
+    # shellcheck disable=SC2086
+    $MPIRUN --mca orte_abort_on_non_zero_status 0 "$@" --quiet --json "$out/$name.json" >"$out/run.log" 2>&1 || true
+    if [ ! -s "$out/$name.json" ]; then
+        echo "failure-experiment.sh: the run wrote no JSON:" >&2
+        tail -20 "$out/run.log" >&2
+        exit 1
+    fi
+}
+
+case " $exps " in *" stop "*)
+stops="$out/stop.jsonl"
+: >"$stops"
+stop_s=${STOP_S:-5}
+for np in $nps; do
+    at=$((60000 / np / 32 / 2))
+    for algo in ${STOP_ALGOS:-solo majority quorum:2 wagma}; do
+        for phase in shm messages; do
+            echo "failure-experiment: stop, $np ranks, $algo, $phase" >&2
+            shm=""
+            [ $phase = messages ] && shm="-x PCOLL_PARTIAL_SHM_BYTES=0"
+            # shellcheck disable=SC2086
+            run stop $shm -np "$np" "$train" --algo "$algo" --epochs 1 --inject "stop:$victim:$at:$stop_s"
+            sed "s/^{/{\"phase\": \"$phase\", \"np\": $np, /" "$out/stop.json" >>"$stops"
+            rm -f "$out/stop.json"
+        done
+    done
+done
+echo "| ranks | algo | data phase | stopped (s) | others' steps/s during the stop | before it | its next step after SIGCONT (s) |"
+echo "|---|---|---|---|---|---|---|"
+medians "$stops" "np algo phase" "stop_s others_steps_per_s_during_stop others_steps_per_s_before_stop resume_step_s" |
+    awk '{ printf "| %s | %s | %s | %.2f | %.1f | %.1f | %.3f |\n", $1, $2, $3, $4, $5, $6, $7 }'
+echo ;;
+esac
+
+case " $exps " in *" kill "*)
 runs="$out/runs.jsonl"
 : >"$runs"
 for np in $nps; do
@@ -46,16 +98,9 @@ for np in $nps; do
                 inject=""
                 [ "$failure" = kill ] && inject="--inject kill:$victim:$at"
                 echo "failure-experiment: $np ranks, $algo, $failure, run $rep" >&2
-                # mpirun's status is the victim's (137) when it kills itself
                 # shellcheck disable=SC2086
-                $MPIRUN --mca orte_abort_on_non_zero_status 0 -np "$np" "$train" --algo "$algo" --epochs "$epochs" \
-                    --target "$target" --on-failure shrink --failure-timeout "$tmo" $inject --quiet \
-                    --json "$out/run.json" >"$out/run.log" 2>&1 || true
-                if [ ! -s "$out/run.json" ]; then
-                    echo "failure-experiment.sh: the run wrote no JSON:" >&2
-                    tail -20 "$out/run.log" >&2
-                    exit 1
-                fi
+                run run -np "$np" "$train" --algo "$algo" --epochs "$epochs" --target "$target" --on-failure shrink \
+                    --failure-timeout "$tmo" $inject
                 sed "s/^{/{\"failure\": \"$failure\", \"np\": $np, /" "$out/run.json" >>"$runs"
                 rm -f "$out/run.json"
             done
@@ -72,3 +117,5 @@ medians "$runs" "np algo failure" "wall_s" |
     awk '{ k = $1 " " $2; w[k, $3] = $4; if (!(k in seen)) { seen[k] = 1; o[++n] = k } }
          END { for (i = 1; i <= n; i++) printf "  %s ranks, %s: %.2f s\n", substr(o[i], 1, index(o[i], " ") - 1),
                    substr(o[i], index(o[i], " ") + 1), w[o[i], "kill"] - w[o[i], "none"] }'
+;;
+esac

@@ -2,7 +2,8 @@
 # pcoll-train --on-failure shrink: rank 2 of 4 kills itself (--inject) in
 # the middle of training; the other three must go on with the three of them
 # (pcoll_shrink), finish every step and reach the target accuracy, and the
-# JSON must say so.  `timeout` turns a hang into a failure.  Bad failure
+# JSON must say so.  --inject stop: a stopped rank resumes and the run ends
+# with the stop measured.  `timeout` turns a hang into a failure.  Bad failure
 # flags are refused, naming the flag.
 #   shrink_train.sh <pcoll-train> <python3> <mpiexec and its flags...>
 set -u
@@ -29,7 +30,21 @@ ok = ok and r["steps"] == 2 * (20000 // 4 // 32) and r["test_accuracy"] >= 0.75
 sys.exit(0 if ok else 1)
 PY
 
-for bad in "--on-failure nonsense" "--inject kill:x:3" "--inject stop:1:3" "--failure-timeout 0" \
+# --inject stop: rank 1 of 3 stopped for 2 s (a helper sends SIGCONT); the
+# run ends with every step, and the summary measures the others meanwhile
+timeout 300 "$@" -np 3 "$train" --algo solo --epochs 1 --max-steps 300 --train-limit 20000 --inject stop:1:100:2 \
+    --quiet --json "$dir/s.json" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "the --inject stop run failed"; }
+"$py" - "$dir/s.json" <<'PY' || fail "the --inject stop run did not report the stop"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"shrink_train: stop {r['stop_s']:.2f} s; others {r['others_steps_per_s_during_stop']:.1f} steps/s during it, "
+      f"{r['others_steps_per_s_before_stop']:.1f} before; next step {r['resume_step_s']:.3f} s after SIGCONT")
+ok = r["steps"] == 300 and 1.9 < r["stop_s"] < 4 and r["others_steps_per_s_before_stop"] > 0
+ok = ok and r["others_steps_per_s_during_stop"] >= 0 and 0 <= r["resume_step_s"] < 10
+sys.exit(0 if ok else 1)
+PY
+
+for bad in "--on-failure nonsense" "--inject kill:x:3" "--inject stop:1:3" "--inject stop:1:3:0" "--failure-timeout 0" \
     "--algo mpi --on-failure shrink"; do
     set -- $bad
     out=$("$train" $bad 2>&1) && fail "pcoll-train $bad was accepted"

@@ -111,7 +111,11 @@ static const char *help =
     "                        averaged, the training set is sharded among them, the step\n"
     "                        schedule stays; rank 0 must live (pcoll algorithms only)\n"
     "  --failure-timeout S   with shrink: PCOLL_TIMEOUT_S when none is set (default 5)\n"
-    "  --inject kill:R:STEP  rank R kills itself (SIGKILL) before step STEP (tests)\n"
+    "  --inject F            a failure (tests and experiments): kill:R:STEP, rank R\n"
+    "                        kills itself (SIGKILL) before its step STEP; stop:R:STEP:S,\n"
+    "                        rank R stops (SIGSTOP) there for S seconds (a helper\n"
+    "                        process sends SIGCONT); the summary then gives the other\n"
+    "                        ranks' steps/s while it was stopped\n"
     "\n"
     "output\n"
     "  --csv FILE            per-epoch log (default none)\n"
@@ -156,7 +160,7 @@ void train_opts_default(train_opts_t *o)
     o->target = NAN;
     o->gemm = NULL; /* PCOLL_TRAIN_GEMM, else auto */
     o->failure_timeout = 5;
-    o->inject_kill_rank = -1;
+    o->inject = INJECT_NONE;
 }
 
 void train_opts_resolve(train_opts_t *o)
@@ -291,10 +295,19 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
         case F_INJECT: {
             int rk, used = 0;
             long st;
-            if (sscanf(v, "kill:%d:%ld%n", &rk, &st, &used) != 2 || v[used] != '\0' || rk < 0 || st < 0)
-                tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP", v);
-            o->inject_kill_rank = rk;
-            o->inject_kill_step = st;
+            double sec = 0;
+            if (sscanf(v, "kill:%d:%ld%n", &rk, &st, &used) == 2 && v[used] == '\0' && rk >= 0 && st >= 0) {
+                o->inject = INJECT_KILL;
+            } else if ((used = 0, sscanf(v, "stop:%d:%ld:%lf%n", &rk, &st, &sec, &used)) == 3 && v[used] == '\0' &&
+                       rk >= 0 && st >= 0 && sec > 0 && sec <= 3600) {
+                o->inject = INJECT_STOP;
+            } else {
+                tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP or stop:RANK:STEP:SECONDS (0 < "
+                                 "SECONDS <= 3600)", v);
+            }
+            o->inject_rank = rk;
+            o->inject_step = st;
+            o->inject_seconds = sec;
             break;
         }
         case F_FUSION: {

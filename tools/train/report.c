@@ -72,6 +72,11 @@ void report_summary(FILE *out, const train_result_t *r)
                     100.0 * x->ctl_busy_s / x->ctl_open_s);
         fputc('\n', out);
     }
+    if (r->opts.inject == INJECT_STOP)
+        fprintf(out, "stop: rank %d was stopped for %.2f s at its step %ld; the other ranks (the slowest) made %.1f "
+                     "steps/s meanwhile, %.1f in as long before it; its next step ended %.3f s after SIGCONT\n",
+                r->opts.inject_rank, r->stop_s, r->opts.inject_step, r->others_steps_per_s_during,
+                r->others_steps_per_s_before, r->resume_step_s);
     if (r->shrinks)
         fprintf(out, "failure: ranks died at step %llu; %d of %d ranks went on after %.2f s in pcoll_shrink and the "
                      "rebuild (%d shrink%s)\n",
@@ -131,6 +136,12 @@ int report_json(const char *path, const train_result_t *r)
     tool_json_int(&j, "ranks", r->ranks);
     tool_json_int(&j, "ranks_at_end", r->ranks_at_end);
     tool_json_int(&j, "shrinks", r->shrinks);
+    if (r->opts.inject == INJECT_STOP) {
+        tool_json_num(&j, "stop_s", r->stop_s);
+        tool_json_num(&j, "others_steps_per_s_during_stop", r->others_steps_per_s_during);
+        tool_json_num(&j, "others_steps_per_s_before_stop", r->others_steps_per_s_before);
+        tool_json_num(&j, "resume_step_s", r->resume_step_s);
+    }
     if (r->shrinks) {
         tool_json_int(&j, "shrink_step", (long long)r->shrink_step);
         tool_json_num(&j, "recovery_s", r->recovery_s);

@@ -8,6 +8,9 @@
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +75,12 @@ typedef struct run {
     uint64_t step, executed; /* iterations; steps this rank computed */
     double compute_s, sleep_s, exchange_s;
     float *before_sync; /* the model before the final synchronization */
+    /* --inject stop: when each executed step ended (CLOCK_MONOTONIC, one
+       clock for every process of the machine), and the stop */
+    double *step_end;
+    uint64_t nstep_end;
+    int injected;
+    double stopped_at, resumed_at;
     /* --on-failure shrink */
     int shrinks;
     uint64_t shrink_step;
@@ -119,6 +128,7 @@ static void run_free(run_t *r)
 {
     dataset_free(&r->train);
     dataset_free(&r->eval);
+    free(r->step_end);
     free(r->widths);
     mlp_work_free(&r->work);
     mlp_work_free(&r->eval_work);
@@ -630,16 +640,75 @@ static void recover(run_t *r)
                 r->nranks, t);
 }
 
+static double now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* --inject: SIGKILL of this process, or SIGSTOP for inject_seconds (a
+ * helper process sends the SIGCONT: a stopped process cannot) */
+static void inject_failure(run_t *r)
+{
+    const train_opts_t *o = &r->o;
+    r->injected = 1;
+    fflush(NULL);
+    if (o->inject == INJECT_KILL) {
+        fprintf(stderr, "pcoll-train: rank %d: --inject: killing this process at step %ld\n", r->world_rank,
+                o->inject_step);
+        fflush(NULL);
+        raise(SIGKILL);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "sleep %.3f; kill -CONT %ld", o->inject_seconds, (long)getpid());
+    char *argv[] = {"sh", "-c", cmd, NULL};
+    pid_t helper;
+    if (posix_spawnp(&helper, "sh", NULL, NULL, argv, environ) != 0) {
+        tr_fail("--inject stop: cannot start the process that would resume this one");
+        fatal(r->rank);
+    }
+    r->stopped_at = now_mono();
+    raise(SIGSTOP);
+    r->resumed_at = now_mono();
+    waitpid(helper, NULL, 0);
+}
+
+/* --inject stop, after training (collective): the others' steps per second
+ * while the rank was stopped and as long before it (the slowest rank's),
+ * and how long after SIGCONT the stopped rank's next step ended. */
+static void stop_report(run_t *r, train_result_t *res)
+{
+    double t[2] = {r->stopped_at, r->resumed_at};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, r->comm), "MPI_Allreduce", r->rank);
+    const double len = r->o.inject_seconds;
+    uint64_t during = 0, before = 0;
+    double resume = 1e300;
+    for (uint64_t i = 0; i < r->nstep_end; i++) {
+        double e = r->step_end[i];
+        if (e >= t[0] && e < t[0] + len) during++;
+        if (e >= t[0] - len && e < t[0]) before++;
+        if (r->injected && e >= t[1] && e - t[1] < resume) resume = e - t[1];
+    }
+    /* the others' slowest (the stopped rank counts as infinitely fast) */
+    double mine[3] = {r->injected ? 1e300 : (double)during / len, r->injected ? 1e300 : (double)before / len,
+                      r->injected ? resume : 0};
+    double all[3];
+    check_mpi(MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MIN, r->comm), "MPI_Allreduce", r->rank);
+    check_mpi(MPI_Allreduce(mine + 2, all + 2, 1, MPI_DOUBLE, MPI_MAX, r->comm), "MPI_Allreduce", r->rank);
+    res->stop_s = t[1] - t[0];
+    res->others_steps_per_s_during = all[0];
+    res->others_steps_per_s_before = all[1];
+    res->resume_step_s = all[2] < 1e299 ? all[2] : NAN;
+}
+
 /* One step: a batch's gradient, the imbalance's sleep, the exchange. */
 static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_stats_t *st)
 {
     const train_opts_t *o = &r->o;
-    if (o->inject_kill_rank == r->world_rank && (long)r->step == o->inject_kill_step) {
-        fprintf(stderr, "pcoll-train: rank %d: --inject: killing this process at step %ld\n", r->world_rank,
-                o->inject_kill_step);
-        fflush(NULL);
-        raise(SIGKILL);
-    }
+    if (o->inject != INJECT_NONE && o->inject_rank == r->world_rank && (long)r->step == o->inject_step &&
+        !r->injected)
+        inject_failure(r);
     r->marks = pcoll_timeline_recording(r->ctx);
     mark(r, "step", PCOLL_MARK_BEGIN);
     double ta = MPI_Wtime();
@@ -681,6 +750,7 @@ static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_st
     st->sleep_s += tc - tb;
     st->exchange_s += td - tc;
     st->steps++;
+    if (r->step_end && r->nstep_end < r->total_steps) r->step_end[r->nstep_end++] = now_mono();
     r->step++;
     /* Partial Reduce: the group's members continue from its largest
        iteration, so a slow rank that averaged with faster ones skips the
@@ -864,7 +934,15 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
         tr_fail("out of memory");
         fatal(r.rank);
     }
+    if (r.o.inject == INJECT_STOP) {
+        r.step_end = calloc(r.total_steps ? r.total_steps : 1, sizeof *r.step_end);
+        if (!r.step_end) {
+            tr_fail("out of memory");
+            fatal(r.rank);
+        }
+    }
     double wall = train_epochs(&r, res);
+    if (r.o.inject == INJECT_STOP) stop_report(&r, res);
     if (exchange_free(&r.ex)) fatal(r.rank);
     summarize(&r, res, wall);
     run_free(&r);

@@ -51,9 +51,13 @@ typedef struct train_opts {
     int quiet;                 /* no table on stdout */
     int on_failure_shrink;     /* --on-failure shrink: go on without a dead rank */
     double failure_timeout;    /* its PCOLL_TIMEOUT_S when none is set (seconds) */
-    int inject_kill_rank;      /* --inject kill:R:STEP (-1: none) */
-    long inject_kill_step;
+    int inject;                /* --inject: INJECT_NONE, _KILL, _STOP */
+    int inject_rank;           /* the world rank that fails */
+    long inject_step;          /* before its step STEP */
+    double inject_seconds;     /* stop: for this long */
 } train_opts_t;
+
+enum { INJECT_NONE, INJECT_KILL, INJECT_STOP };
 
 void train_opts_default(train_opts_t *o);
 /* Fills the task defaults into unset fields. */
@@ -89,6 +93,10 @@ typedef struct train_result {
     int shrinks;             /* times the run went on without dead ranks */
     uint64_t shrink_step;    /* the step of the first (rank 0's count) */
     double recovery_s;       /* rank 0: time in pcoll_shrink and the rebuild */
+    /* --inject stop: the others' steps per second (the slowest of them)
+       while the rank was stopped, and as long before it; how long after
+       SIGCONT its next step ended */
+    double stop_s, others_steps_per_s_during, others_steps_per_s_before, resume_step_s;
     pcoll_t *ctx_at_end;     /* after a shrink: the survivors' context (the
                                 caller finalizes it, and ends without
                                 MPI_Finalize: a dead rank can hold it) */
