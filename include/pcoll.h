@@ -203,7 +203,8 @@ PCOLL_API int pcoll_finalize(pcoll_t **ctx);
  * ctx is then replaced: its calls and those of its objects and requests
  * fail with PCOLL_ERR_STATE (pcoll_plan_free frees the handle only), and
  * pcoll_finalize(&ctx) only stops its progress thread (its memory, its
- * objects' included, stays until the process ends).  Errors: PCOLL_ERR_STATE when
+ * objects' included, stays until the process ends; finalizing it again, from
+ * another copy of the pointer, does nothing).  Errors: PCOLL_ERR_STATE when
  * the agreed ranks are not more than half of ctx's (this rank may be the
  * one cut off: it must not go on), PCOLL_ERR_MPI when MPI refuses, and
  * PCOLL_ERR_NULL.  Not survived: a rank that dies or falls silent while

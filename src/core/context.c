@@ -372,8 +372,11 @@ int pcoll_finalize(pcoll_t **pctx)
         static pcoll_t *retired;
         pc_engine_halt(ctx->engine);
         pthread_mutex_lock(&retired_lock);
-        ctx->retired_next = retired;
-        retired = ctx;
+        if (!ctx->retired) { /* a second finalize of it: nothing more to do */
+            ctx->retired = 1;
+            ctx->retired_next = retired;
+            retired = ctx;
+        }
         pthread_mutex_unlock(&retired_lock);
         *pctx = NULL;
         return PCOLL_SUCCESS;

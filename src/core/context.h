@@ -95,7 +95,8 @@ struct pcoll_ctx {
     pc_shrink_state_t *shrink;      /* pcoll_shrink's inbox (core/shrink.c) */
     uint32_t shrinks;               /* pcoll_shrink calls so far (application) */
     atomic_int shrunk;              /* pcoll_shrink replaced this context */
-    pcoll_t *retired_next;          /* finalized after it: kept until exit */
+    int retired;                    /* finalized after it: kept until exit, */
+    pcoll_t *retired_next;          /* on a list */
 
     atomic_long inflight; /* operations started and not completed */
     pc_rec_t rec;         /* the timeline recorder (core/timeline.h) */

@@ -70,8 +70,10 @@ static void nobody_died(void)
     EXPECT_ERR(pcoll_start(plan, &req), PCOLL_ERR_STATE, "pcoll_shrink");
     CHECK_RC(pcoll_plan_free(&plan)); /* the handle only */
     CHECK(plan == NULL);
+    pcoll_t *copy = ctx;
     CHECK_RC(pcoll_finalize(&ctx));
     CHECK(ctx == NULL);
+    CHECK_RC(pcoll_finalize(&copy)); /* again, from another copy: nothing more */
     CHECK_RC(pcoll_finalize(&ctx2));
     MPI_Comm_free(&comm);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -59,7 +59,6 @@ typedef struct run {
     size_t *order;  /* shuffled indices into the shard */
     exchange_t *ex;
     pcoll_t *ctx;     /* NULL for the mpi baseline without a timeline */
-    pcoll_t *first_ctx; /* the caller's (ctx differs after a shrink) */
     int marks;        /* a timeline records: mark the step's phases */
     float *snapshots; /* rank 0: snap_cap x nparams, nsnap taken */
     size_t nsnap, snap_cap;
@@ -524,7 +523,7 @@ static int create_exchange(run_t *r)
 static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
 {
     const train_opts_t *o = &r->o;
-    r->ctx = r->first_ctx = ctx;
+    r->ctx = ctx;
     int ok = check_opts(o) == 0;
     ok = ok && (!o->gemm || gemm_select_kernel(o->gemm) == 0);
     ok = ok && imbalance_parse(o->imbalance ? o->imbalance : "none", o->seed, &r->imb) == 0;
@@ -591,8 +590,11 @@ static void recover(run_t *r)
         fatal(r->rank);
     }
     exchange_abandon(&r->ex);
+    /* the replaced context's progress thread stops now (it would go on
+       polling for runs with the dead); the caller's finalize of it later
+       does nothing */
     pcoll_t *old = r->ctx;
-    if (old != r->first_ctx) pcoll_finalize(&old); /* the caller's is finalized by the caller */
+    pcoll_finalize(&old);
     /* the old communicator (after an earlier shrink) is left: freeing it
        could need the dead */
     r->comm = comm;
