@@ -621,12 +621,11 @@ static void *progress_main(void *arg)
         }
         int sleep = 0;
         while (!atomic_load(&e->app_wants)) {
-            if (atomic_load(&e->halt)) {
-                thread_gives_token(e);
-                return NULL;
-            }
             if (look(e, &d)) continue;
-            if (atomic_load(&e->stop) && e->nactive == 0 && e->nbars == 0 && !atomic_load(&e->qlen)) {
+            /* stop: once nothing is in flight; halt (which sets stop too):
+               now, whatever is */
+            if (atomic_load(&e->stop) &&
+                (atomic_load(&e->halt) || (e->nactive == 0 && e->nbars == 0 && !atomic_load(&e->qlen)))) {
                 thread_gives_token(e);
                 return NULL;
             }

@@ -152,9 +152,9 @@ static pc_sched_t *build_sched(sim_rank_t *r, size_t bytes, pc_algo_use_t use, p
     int n = sim.P;
     pcoll_allreduce_algo_t algo = forced != PCOLL_ALGO_AUTO ? forced
                                   : use == PC_USE_TREE
-                                      ? pc_allreduce_choose(PC_USE_TREE, forced, PCOLL_ALGO_AUTO, 0,
+                                      ? pc_allreduce_choose(PC_USE_TREE, PCOLL_ALGO_AUTO, PCOLL_ALGO_AUTO, 0,
                                                             sim_small_bytes(), bytes, n)
-                                      : sim_pcoll_rule(forced, bytes, n);
+                                      : sim_pcoll_rule(PCOLL_ALGO_AUTO, bytes, n);
     pc_allreduce_spec_t sp = {n, r->rank, bytes / 4, PCOLL_FLOAT32, PCOLL_SUM, 1, 0, 0, 1};
     pc_sched_t *s = NULL;
     if (pc_allreduce_build(&sp, algo, &s) != PCOLL_SUCCESS) die("building a bucket's schedule failed", "no memory?");
