@@ -166,10 +166,10 @@ int pcoll_plan_free(pcoll_plan_t **pplan)
     pcoll_plan_t *plan = *pplan;
     pcoll_request_t *req = plan->req;
     pcoll_t *ctx = plan->ctx;
-    if (atomic_load(&ctx->shrunk)) {
-        /* its context was replaced: the handle goes, the request stays
-         * with the context (whose memory is kept until exit) */
-    } else if (req->abandoned) { /* a start timed out: MPI may still use the buffers */
+    if (atomic_load(&ctx->shrunk) || req->abandoned) {
+        /* its context was replaced (the request stays with it, whose memory
+         * is kept until exit), or a start timed out (MPI may still use the
+         * buffers): the handle goes, the request waits on the zombie list */
         pc_op_zombie(req);
     } else {
         if (req->outstanding)

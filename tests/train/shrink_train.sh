@@ -25,9 +25,15 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"shrink_train: {r['ranks']} ranks, {r['ranks_at_end']} at the end after {r['shrinks']} shrink at step "
       f"{r.get('shrink_step')} ({r.get('recovery_s', 0):.2f} s); {r['steps']} steps, test accuracy {r['test_accuracy']:.4f}")
-ok = r["ranks"] == 4 and r["ranks_at_end"] == 3 and r["shrinks"] == 1 and 100 <= r["shrink_step"] <= 215
-ok = ok and r["steps"] == 2 * (20000 // 4 // 32) and r["test_accuracy"] >= 0.75
-sys.exit(0 if ok else 1)
+# a survivor notices the loss at its own step, which in a solo run may be
+# well before or after the victim's step 200: only "during the run" holds
+steps = 2 * (20000 // 4 // 32)
+checks = {"4 ranks at the start": r["ranks"] == 4, "3 at the end": r["ranks_at_end"] == 3,
+          "one shrink": r["shrinks"] == 1, "shrink during the run": 0 < r["shrink_step"] < steps,
+          f"{steps} steps": r["steps"] == steps, "accuracy >= 0.75": r["test_accuracy"] >= 0.75}
+bad = [k for k, ok in checks.items() if not ok]
+if bad: print("shrink_train: not met:", ", ".join(bad), "; JSON:", json.dumps(r))
+sys.exit(1 if bad else 0)
 PY
 
 # --inject stop: rank 1 of 3 stopped for 2 s (a helper sends SIGCONT); the
