@@ -116,6 +116,15 @@ static const char *help =
     "                        rank R stops (SIGSTOP) there for S seconds (a helper\n"
     "                        process sends SIGCONT); the summary then gives the other\n"
     "                        ranks' steps/s while it was stopped\n"
+    "  --checkpoint DIR      write a checkpoint to DIR/checkpoint (replaced atomically):\n"
+    "                        the partial exchanges are flushed, the models and momenta\n"
+    "                        averaged (every rank the same), rank 0 writes the model,\n"
+    "                        momentum and position; and once more at the end\n"
+    "  --checkpoint-every N  ... every N steps (default 0 = at every epoch's end)\n"
+    "  --resume DIR          start from DIR/checkpoint, with any number of ranks: its\n"
+    "                        model, momentum, step and place in its epoch (with another\n"
+    "                        rank count the epoch's steps are scaled to its share done);\n"
+    "                        the other flags are this run's (not --algo preduce)\n"
     "\n"
     "output\n"
     "  --csv FILE            per-epoch log (default none)\n"
@@ -185,7 +194,7 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
         F_TASK = 256, F_DATA, F_LAYERS, F_TRAIN_LIMIT, F_DIM, F_TRAIN_POINTS, F_VAL_POINTS, F_NOISE, F_ALGO,
         F_SYNC_EVERY, F_MODEL_SYNC, F_LR, F_LR_SCHEDULE, F_MOMENTUM, F_BATCH, F_EPOCHS, F_MAX_STEPS, F_SEED, F_IMBALANCE, F_CSV,
         F_JSON, F_TARGET, F_EVAL_EVERY, F_GEMM, F_QUIET, F_HELP, F_FUSION, F_FUSION_MODEL, F_TIMELINE,
-        F_ON_FAILURE, F_FAILURE_TIMEOUT, F_INJECT
+        F_ON_FAILURE, F_FAILURE_TIMEOUT, F_INJECT, F_CHECKPOINT, F_CHECKPOINT_EVERY, F_RESUME
     };
     static const struct option flags[] = {
         {"task", required_argument, 0, F_TASK},
@@ -219,6 +228,9 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
         {"on-failure", required_argument, 0, F_ON_FAILURE},
         {"failure-timeout", required_argument, 0, F_FAILURE_TIMEOUT},
         {"inject", required_argument, 0, F_INJECT},
+        {"checkpoint", required_argument, 0, F_CHECKPOINT},
+        {"checkpoint-every", required_argument, 0, F_CHECKPOINT_EVERY},
+        {"resume", required_argument, 0, F_RESUME},
         {"help", no_argument, 0, F_HELP},
         {0, 0, 0, 0},
     };
@@ -310,6 +322,17 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
             o->inject_seconds = sec;
             break;
         }
+        case F_CHECKPOINT:
+            if (!v[0]) tool_usage_error(prog, "--checkpoint: the directory is empty");
+            o->checkpoint_dir = v;
+            break;
+        case F_CHECKPOINT_EVERY:
+            o->checkpoint_every = tool_flag_long(prog, "--checkpoint-every", v, 0, 1L << 50);
+            break;
+        case F_RESUME:
+            if (!v[0]) tool_usage_error(prog, "--resume: the directory is empty");
+            o->resume_dir = v;
+            break;
         case F_FUSION: {
             pcoll_fusion_spec_t spec;
             if (pcoll_fusion_spec_parse(v, &spec) != PCOLL_SUCCESS) tool_usage_error(prog, "--fusion: %s", pcoll_last_error());
@@ -350,6 +373,10 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
     if (o->fusion && strcmp(o->algo, "mpi") != 0 && strcmp(o->algo, "sync") != 0)
         tool_usage_error(prog, "--fusion applies to --algo mpi and sync, not %s", o->algo);
     if (o->fusion_model && !o->fusion) tool_usage_error(prog, "--fusion-model needs --fusion");
+    if (o->checkpoint_every && !o->checkpoint_dir) tool_usage_error(prog, "--checkpoint-every needs --checkpoint DIR");
+    if ((o->checkpoint_dir || o->resume_dir) && strncmp(o->algo, "preduce:", 8) == 0)
+        tool_usage_error(prog, "--%s applies to every algorithm but preduce:SPEC (its ranks skip steps: no step is "
+                         "reached by every rank)", o->checkpoint_dir ? "checkpoint" : "resume");
     if (o->on_failure_shrink && strcmp(o->algo, "mpi") == 0)
         tool_usage_error(prog, "--on-failure shrink needs a pcoll algorithm (pcoll_shrink), not --algo mpi");
     return 0;

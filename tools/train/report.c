@@ -30,6 +30,7 @@ void report_table(FILE *out, const train_result_t *r)
             "train_loss", fm ? "test_acc" : "val_mse", "rounds", "empty", "active", "compute", "sleep", "exch_ms");
     for (size_t i = 0; i < r->nepochs; i++) {
         const epoch_record_t *e = &r->epochs[i];
+        if (e->epoch == 0) continue; /* before the checkpoint a resumed run started from */
         char q[32] = "-";
         if (e->evaluated) snprintf(q, sizeof q, fm ? "%.4f" : "%.5g", fm ? e->test_accuracy : e->val_mse);
         fprintf(out, "%5ld %9.2f %7llu %8.1f %11.5g %9s %7llu %6llu %6.2f %9.2f %8.2f %8.2f\n", e->epoch, e->elapsed_s,
@@ -59,7 +60,7 @@ void report_summary(FILE *out, const train_result_t *r)
         else fprintf(out, "target %g: reached after %.2f s\n", r->opts.target, r->time_to_target_s);
     }
     const exchange_stats_t *x = &r->exchange_stats;
-    if (r->steps_executed != r->steps)
+    if (r->steps_executed != r->steps - r->resumed_at)
         fprintf(out, "rank 0 computed %llu of its %llu steps (its groups' larger iterations moved it ahead)\n",
                 (unsigned long long)r->steps_executed, (unsigned long long)r->steps);
     if (x->groups_joined) {
@@ -82,6 +83,13 @@ void report_summary(FILE *out, const train_result_t *r)
                      "rebuild (%d shrink%s)\n",
                 (unsigned long long)r->shrink_step, r->ranks_at_end, r->ranks, r->recovery_s, r->shrinks,
                 r->shrinks > 1 ? "s" : "");
+    if (r->resumed)
+        fprintf(out, "resumed from a checkpoint of %d ranks at its step %llu: this run started at step %llu "
+                     "(times and epochs above count from there)\n",
+                r->resumed_ranks, (unsigned long long)r->resumed_step, (unsigned long long)r->resumed_at);
+    if (r->checkpoints)
+        fprintf(out, "checkpoints: %d written to %s/checkpoint (the last after training), %.2f s in all\n",
+                r->checkpoints, r->opts.checkpoint_dir, r->checkpoint_s);
     fprintf(out, "models differ by at most %.3g before the final synchronous round, %.3g after it (max over "
                  "parameters of max-min over ranks)\n",
             r->model_max_diff_before_sync, r->model_max_diff);
@@ -102,6 +110,7 @@ int report_csv(const char *path, const train_result_t *r)
             fm ? "test_accuracy" : "val_mse");
     for (size_t i = 0; i < r->nepochs; i++) {
         const epoch_record_t *e = &r->epochs[i];
+        if (e->epoch == 0) continue; /* before the checkpoint a resumed run started from */
         fprintf(f, "%ld,%.4f,%llu,", e->epoch, e->elapsed_s, (unsigned long long)e->steps);
         csv_num(f, e->steps_per_s, "%.3f");
         fputc(',', f);
@@ -145,6 +154,18 @@ int report_json(const char *path, const train_result_t *r)
     if (r->shrinks) {
         tool_json_int(&j, "shrink_step", (long long)r->shrink_step);
         tool_json_num(&j, "recovery_s", r->recovery_s);
+    }
+    if (o->checkpoint_dir) {
+        tool_json_str(&j, "checkpoint", o->checkpoint_dir);
+        tool_json_int(&j, "checkpoint_every", o->checkpoint_every);
+        tool_json_int(&j, "checkpoints", r->checkpoints);
+        tool_json_num(&j, "checkpoint_s", r->checkpoint_s);
+    }
+    if (r->resumed) {
+        tool_json_str(&j, "resume", o->resume_dir);
+        tool_json_int(&j, "resumed_from_step", (long long)r->resumed_step);
+        tool_json_int(&j, "resumed_from_ranks", r->resumed_ranks);
+        tool_json_int(&j, "resumed_at_step", (long long)r->resumed_at);
     }
     tool_json_str(&j, "imbalance", r->imbalance);
     tool_json_int(&j, "steps", (long long)r->steps);

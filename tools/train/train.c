@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "data.h"
 #include "err.h"
 #include "exchange.h"
@@ -84,6 +85,9 @@ typedef struct run {
     int shrinks;
     uint64_t shrink_step;
     double recovery_s;
+    /* --checkpoint */
+    int checkpoints;
+    double checkpoint_s;
 } run_t;
 
 /* Every rank learns whether the setup succeeded everywhere; if not, every rank
@@ -330,6 +334,9 @@ static int check_opts(const train_opts_t *o)
                        "the models are averaged at the end)", o->algo);
     if (o->fusion && strcmp(o->algo, "mpi") != 0 && strcmp(o->algo, "sync") != 0)
         return tr_fail("--fusion applies to --algo mpi and sync, not %s", o->algo);
+    if ((o->checkpoint_dir || o->resume_dir) && strncmp(o->algo, "preduce:", 8) == 0)
+        return tr_fail("--checkpoint and --resume apply to every algorithm but preduce:SPEC (its ranks skip steps)");
+    if (o->checkpoint_every < 0) return tr_fail("--checkpoint-every must be >= 0");
     return 0;
 }
 
@@ -381,7 +388,7 @@ static int build_model(run_t *r)
     else r->yb = tr_alloc_floats(o->batch, "batch targets");
     r->order = malloc(r->train.n * sizeof *r->order);
     if ((!r->lb && !r->yb) || !r->order) return tr_fail("out of memory for the batch");
-    for (size_t i = 0; i < r->train.n; i++) r->order[i] = i;
+    for (size_t i = 0; i < r->train.n; i++) r->order[i] = i; /* the profile's batch, before any epoch */
     return 0;
 }
 
@@ -404,8 +411,12 @@ static int alloc_records(run_t *r, long epochs)
     return 0;
 }
 
+/* The epoch's order of the shard: a function of (seed, rank, epoch) only,
+ * so that a run resumed in any epoch sees the batches the uninterrupted
+ * run would have. */
 static void shuffle(run_t *r, long epoch)
 {
+    for (size_t i = 0; i < r->train.n; i++) r->order[i] = i;
     rng_t g;
     rng_seed(&g, rng_key(r->o.seed, TAG_SHUFFLE, (uint64_t)r->rank, (uint64_t)epoch));
     for (size_t i = r->train.n; i > 1; i--) {
@@ -520,6 +531,8 @@ static int create_exchange(run_t *r)
     return exchange_create(&xc, &r->ex);
 }
 
+static int resume_from(run_t *r, train_result_t *res);
+
 static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
 {
     const train_opts_t *o = &r->o;
@@ -549,6 +562,8 @@ static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
     if (o->max_steps > 0 && (uint64_t)o->max_steps < r->total_steps) r->total_steps = (uint64_t)o->max_steps;
     ok = ok && alloc_records(r, epochs) == 0;
     if (agree(r, ok)) return -1;
+    if (o->resume_dir && resume_from(r, res) != 0) return -1;
+    if (o->checkpoint_dir && agree(r, r->rank != 0 || ckpt_prepare(o->checkpoint_dir) == 0)) return -1;
     if (o->fusion && agree(r, plan_fusion(r, ctx, res) == 0)) return -1;
     if (o->on_failure_shrink) {
         /* a dead rank is found by the exchange's timeout */
@@ -630,7 +645,6 @@ static void recover(run_t *r)
         fatal(r->rank);
     }
     r->order = order;
-    for (size_t i = 0; i < r->train.n; i++) r->order[i] = i;
     shuffle(r, (long)(r->step / (uint64_t)r->steps_per_epoch));
     if (create_exchange(r) != 0) fatal(r->rank);
     if (r->shrinks++ == 0) r->shrink_step = r->step;
@@ -640,6 +654,132 @@ static void recover(run_t *r)
     if (r->rank == 0)
         fprintf(stderr, "pcoll-train: going on with %d ranks after %.2f s (pcoll_shrink and the rebuild)\n",
                 r->nranks, t);
+}
+
+/* ---- --checkpoint and --resume ---- */
+
+/* The header of this run's state at r->step. */
+static void ckpt_header_of(const run_t *r, ckpt_header_t *h)
+{
+    memset(h, 0, sizeof *h);
+    snprintf(h->task, sizeof h->task, "%s", train_task_name(r->o.task));
+    mlp_describe(r->model, h->model, sizeof h->model);
+    h->nparams = r->model->nparams;
+    snprintf(h->algo, sizeof h->algo, "%s", r->o.algo);
+    h->seed = r->o.seed;
+    h->ranks = r->nranks;
+    h->step = r->step;
+    h->epoch = (long)(r->step / (uint64_t)r->steps_per_epoch);
+    h->epoch_step = (long)(r->step % (uint64_t)r->steps_per_epoch);
+    h->steps_per_epoch = r->steps_per_epoch;
+    h->total_steps = r->total_steps;
+}
+
+/* Where a run with this many steps per epoch continues a checkpoint: the
+ * same step with as many; otherwise the same epoch, at the same share of it
+ * (rounded down). */
+static uint64_t resume_step_of(const ckpt_header_t *h, long spe)
+{
+    if (h->steps_per_epoch == spe) return h->step;
+    return (uint64_t)h->epoch * (uint64_t)spe + (uint64_t)h->epoch_step * (uint64_t)spe / (uint64_t)h->steps_per_epoch;
+}
+
+/* --resume (collective, in the setup): rank 0 reads DIR/checkpoint, every
+ * rank gets its model, momentum and step.  -1 at every rank with the same
+ * message if it is missing or is not for this model. */
+static int resume_from(run_t *r, train_result_t *res)
+{
+    const char *dir = r->o.resume_dir;
+    ckpt_header_t h, mine;
+    ckpt_header_of(r, &mine);
+    int ok = 1;
+    if (r->rank == 0) {
+        ok = ckpt_read_header(dir, &h) == 0;
+        if (ok && (strcmp(h.task, mine.task) != 0 || strcmp(h.model, mine.model) != 0 || h.nparams != mine.nparams))
+            ok = tr_fail("--resume %s: the checkpoint is of task %s, model %s (%llu parameters); this run trains "
+                         "task %s, model %s (%llu)", dir, h.task, h.model, (unsigned long long)h.nparams, mine.task,
+                         mine.model, (unsigned long long)mine.nparams) == 0;
+        ok = ok && ckpt_read_state(dir, &h, r->params, r->velocity) == 0;
+    }
+    if (agree(r, ok)) return -1;
+    check_mpi(MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 0, r->comm), "MPI_Bcast", r->rank);
+    const int n = (int)r->model->nparams;
+    check_mpi(MPI_Bcast(r->params, n, MPI_FLOAT, 0, r->comm), "MPI_Bcast", r->rank);
+    check_mpi(MPI_Bcast(r->velocity, n, MPI_FLOAT, 0, r->comm), "MPI_Bcast", r->rank);
+    const uint64_t at = resume_step_of(&h, r->steps_per_epoch);
+    if (at >= r->total_steps) {
+        tr_fail("--resume %s: the checkpoint stands at step %llu (epoch %ld); this run's %llu steps end there "
+                "(raise --epochs or --max-steps)", dir, (unsigned long long)h.step, h.epoch + 1,
+                (unsigned long long)r->total_steps);
+        return -1; /* the same at every rank: no need to agree */
+    }
+    r->step = at;
+    res->resumed = 1;
+    res->resumed_step = h.step;
+    res->resumed_at = at;
+    res->resumed_ranks = h.ranks;
+    if (r->rank == 0)
+        fprintf(stderr, "pcoll-train: resuming from %s/checkpoint (step %llu of %d ranks) at step %llu of %llu\n", dir,
+                (unsigned long long)h.step, h.ranks, (unsigned long long)at, (unsigned long long)r->total_steps);
+    return 0;
+}
+
+/* mpi and sync apply the same mean gradient at every rank: their models
+ * are equal without averaging (which could change their last bits) */
+static int models_equal_by_construction(const train_opts_t *o)
+{
+    return strcmp(o->algo, "mpi") == 0 || strcmp(o->algo, "sync") == 0;
+}
+
+/* A checkpoint (collective, at a step every rank reaches): a partial
+ * exchange is flushed (its pending gradients applied; wagma: the models
+ * averaged), then the models and momenta averaged, and rank 0 writes them
+ * with the position.  After training (r->ex NULL) only the averaging and
+ * the write.  A failed write ends the job: training on without the
+ * checkpoints asked for would lose work silently. */
+static void checkpoint(run_t *r, epoch_stats_t *st)
+{
+    const double t0 = MPI_Wtime();
+    if (r->ex) {
+        exchange_info_t info;
+        if (exchange_finish(r->ex, r->params, r->update, &info)) {
+            recover(r);
+            if (exchange_finish(r->ex, r->params, r->update, &info)) fatal(r->rank);
+        }
+        if (info.rounds > 0) apply_delivery(r, &info, lr_at(&r->o, r->step, r->total_steps), st);
+    }
+    if (!models_equal_by_construction(&r->o)) {
+        const size_t n = r->model->nparams;
+        const float s = 1.0f / (float)r->nranks;
+        float *bufs[2] = {r->params, r->velocity};
+        for (int k = 0; k < 2; k++) {
+            check_mpi(MPI_Allreduce(MPI_IN_PLACE, bufs[k], (int)n, MPI_FLOAT, MPI_SUM, r->comm), "checkpoint averaging",
+                      r->rank);
+            for (size_t i = 0; i < n; i++) bufs[k][i] *= s;
+        }
+    }
+    int ok = 1;
+    if (r->rank == 0) {
+        ckpt_header_t h;
+        ckpt_header_of(r, &h);
+        ok = ckpt_write(r->o.checkpoint_dir, &h, r->params, r->velocity) == 0;
+    }
+    check_mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, r->comm), "MPI_Bcast", r->rank);
+    if (!ok) {
+        if (r->rank != 0) tr_fail("rank 0 could not write the checkpoint");
+        fatal(r->rank);
+    }
+    r->checkpoints++;
+    r->checkpoint_s += MPI_Wtime() - t0;
+}
+
+/* Is a checkpoint due now (r->step steps done, not the last)?  The same
+ * answer at every rank.  epoch_end: the step closes an epoch. */
+static int checkpoint_due(const run_t *r, int epoch_end)
+{
+    if (!r->o.checkpoint_dir || r->step >= r->total_steps) return 0;
+    if (r->o.checkpoint_every > 0) return r->step % (uint64_t)r->o.checkpoint_every == 0;
+    return epoch_end;
 }
 
 static double now_mono(void)
@@ -821,7 +961,8 @@ static double train_epochs(run_t *r, train_result_t *res)
     check_mpi(MPI_Barrier(r->comm), "MPI_Barrier", r->rank);
     const double t0 = MPI_Wtime();
     double epoch_t0 = t0;
-    for (long e = 0; e < r->epochs; e++) {
+    /* a resumed run starts in its checkpoint's epoch */
+    for (long e = (long)(r->step / (uint64_t)r->steps_per_epoch); e < r->epochs; e++) {
         epoch_stats_t st;
         memset(&st, 0, sizeof st);
         shuffle(r, e);
@@ -829,12 +970,15 @@ static double train_epochs(run_t *r, train_result_t *res)
            the batch its iteration count stands for, and an epoch it skipped
            whole has no steps */
         const uint64_t epoch_first = (uint64_t)e * (uint64_t)r->steps_per_epoch;
+        const uint64_t epoch_end = epoch_first + (uint64_t)r->steps_per_epoch;
         for (long b = r->step > epoch_first ? (long)(r->step - epoch_first) : 0; b < r->steps_per_epoch; b++) {
             if (r->step >= r->total_steps) break;
             train_step(r, e, &b, epoch_first, &st);
+            if (r->step != epoch_end && checkpoint_due(r, 0)) checkpoint(r, &st);
         }
         const int last = e + 1 == r->epochs;
         if (r->o.model_sync_epochs > 0 && (e + 1) % r->o.model_sync_epochs == 0 && !last) average_models(r);
+        if (!last && r->step == epoch_end && checkpoint_due(r, 1)) checkpoint(r, &st);
         if (last) finish_exchange(r, res);
         res->rounds_delivered += st.rounds;
         const double t = MPI_Wtime();
@@ -947,6 +1091,9 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
     if (r.o.inject == INJECT_STOP) stop_report(&r, res);
     if (exchange_free(&r.ex)) fatal(r.rank);
     summarize(&r, res, wall);
+    if (r.o.checkpoint_dir) checkpoint(&r, NULL); /* the final model (the exchange is gone) */
+    res->checkpoints = r.checkpoints;
+    res->checkpoint_s = r.checkpoint_s;
     run_free(&r);
     return 0;
 }

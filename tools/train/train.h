@@ -55,6 +55,9 @@ typedef struct train_opts {
     int inject_rank;           /* the world rank that fails */
     long inject_step;          /* before its step STEP */
     double inject_seconds;     /* stop: for this long */
+    const char *checkpoint_dir; /* --checkpoint DIR: write DIR/checkpoint (NULL = none) */
+    long checkpoint_every;     /* ... every N steps (0 = at every epoch's end) */
+    const char *resume_dir;    /* --resume DIR: start from DIR/checkpoint (NULL = none) */
 } train_opts_t;
 
 enum { INJECT_NONE, INJECT_KILL, INJECT_STOP };
@@ -97,6 +100,15 @@ typedef struct train_result {
        while the rank was stopped, and as long before it; how long after
        SIGCONT its next step ended */
     double stop_s, others_steps_per_s_during, others_steps_per_s_before, resume_step_s;
+    /* --checkpoint: checkpoints written (the final one included) and the
+       time spent at them (rank 0); --resume: where the run started */
+    int checkpoints;
+    double checkpoint_s;
+    int resumed;
+    uint64_t resumed_step;   /* the checkpoint's step */
+    uint64_t resumed_at;     /* the step this run started at (the same with as
+                                many ranks; scaled to the epoch's share else) */
+    int resumed_ranks;       /* the ranks that wrote the checkpoint */
     pcoll_t *ctx_at_end;     /* after a shrink: the survivors' context (the
                                 caller finalizes it, and ends without
                                 MPI_Finalize: a dead rank can hold it) */
