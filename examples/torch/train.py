@@ -19,6 +19,14 @@ training: rank 0 keeps a copy of its model --evals-per-epoch times per epoch
 the time to --target accuracy costs no training time.  The JSON has
 pcoll-train's keys (steps_per_s, test_accuracy, time_to_target_s, ...) and
 `curve`: [elapsed_s, steps, test_accuracy] per copy.
+
+--checkpoint DIR writes DIR/checkpoint.pt (replaced atomically) at every
+epoch's end, or every --checkpoint-every steps, and after training: the
+exchange is flushed (optimizer.flush()), the models and momenta averaged
+(every rank the same), and rank 0 saves the model, the optimizer state and
+the position.  --resume DIR continues from it with any number of ranks (with
+another count, the epoch's steps are scaled to the share done).  A run whose
+rank dies (--inject kill:R:STEP for experiments) is restarted with --resume.
 """
 import argparse
 import contextlib
@@ -26,6 +34,7 @@ import copy
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -65,7 +74,24 @@ def parse_args(argv=None):
     ap.add_argument("--json", help="write the results here (rank 0)")
     ap.add_argument("--timeline", metavar="PREFIX",
                     help="pcoll: record a timeline (rank R writes PREFIX.R.jsonl; pcoll-trace merges them)")
+    ap.add_argument("--checkpoint", metavar="DIR", help="write DIR/checkpoint.pt (see above)")
+    ap.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                    help="with --checkpoint: every N steps (default 0: at every epoch's end)")
+    ap.add_argument("--resume", metavar="DIR", help="start from DIR/checkpoint.pt")
+    ap.add_argument("--inject", metavar="kill:R:STEP", help="rank R kills itself (SIGKILL) before its step STEP")
     args = ap.parse_args(argv)
+    if args.checkpoint_every < 0 or (args.checkpoint_every and not args.checkpoint):
+        ap.error("--checkpoint-every: N >= 0, with --checkpoint DIR")
+    if args.checkpoint is not None and not args.checkpoint or args.resume is not None and not args.resume:
+        ap.error("--checkpoint and --resume need a directory")
+    if (args.checkpoint or args.resume) and args.algo.startswith("preduce"):
+        ap.error("--checkpoint and --resume apply to every algorithm but preduce:SPEC (its ranks skip steps)")
+    args.kill = None
+    if args.inject is not None:
+        parts = args.inject.split(":")
+        if len(parts) != 3 or parts[0] != "kill" or not parts[1].isdigit() or not parts[2].isdigit():
+            ap.error("--inject %r: kill:RANK:STEP" % args.inject)
+        args.kill = (int(parts[1]), int(parts[2]))
     if args.epochs < 1 or args.batch < 1 or args.evals_per_epoch < 1 or args.max_steps < 0:
         ap.error("--epochs, --batch and --evals-per-epoch must be >= 1, --max-steps >= 0")
     kind = args.algo.split(":")[0]
@@ -119,6 +145,92 @@ class Exchange:
         return pt.PReduceOptimizer(opt, model, spec or "fifo")
 
 
+CHECKPOINT_FORMAT = "pcoll examples/torch/train.py checkpoint 1"
+
+
+def _float_tensors(model, sgd):
+    """The tensors a checkpoint averages: the model's floating-point state
+    (parameters, batch-norm statistics) and the momentum buffers."""
+    out = [t for t in model.state_dict().values() if t.is_floating_point()]
+    for st in sgd.state.values():
+        if st.get("momentum_buffer") is not None:
+            out.append(st["momentum_buffer"])
+    return out
+
+
+def _fail_everywhere(comm, msg):
+    """SystemExit at every rank; rank 0 prints the message."""
+    raise SystemExit(("train.py: " + msg) if comm.Get_rank() == 0 else 1)
+
+
+def save_checkpoint(args, comm, ex, opt, sgd, model, pos):
+    """Collective, at a step every rank reaches: the exchange flushed (unless
+    closed), the models and momenta averaged where the ranks' differ, rank 0
+    writes.  A failed write raises at every rank."""
+    from mpi4py import MPI
+    if ex.kind != "ddp" and not opt.closed:
+        opt.flush()
+    if ex.kind not in ("ddp", "sync"):  # these apply the same mean gradient everywhere
+        P = comm.Get_size()
+        for t in _float_tensors(model, sgd):
+            a = t.detach().numpy()
+            comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)
+            a /= P
+    err = None
+    if comm.Get_rank() == 0:
+        try:
+            os.makedirs(args.checkpoint, exist_ok=True)
+            path = os.path.join(args.checkpoint, "checkpoint.pt")
+            torch.save(dict(pos, format=CHECKPOINT_FORMAT, model_name=args.model, algo=args.algo, seed=args.seed,
+                            ranks=comm.Get_size(), model=model.state_dict(), optimizer=sgd.state_dict()),
+                       path + ".tmp")
+            os.replace(path + ".tmp", path)
+        except OSError as e:
+            err = "--checkpoint %s: %s" % (args.checkpoint, e)
+    err = comm.bcast(err, root=0)
+    if err:
+        _fail_everywhere(comm, err)
+
+
+def load_checkpoint(args, comm, sgd, model, steps_per_epoch, total):
+    """Collective: rank 0 reads --resume's checkpoint, every rank takes its
+    model and optimizer state; returns it (its position) and the step this
+    run starts at, or raises SystemExit at every rank (rank 0 names the fault)."""
+    ck, err = None, None
+    if comm.Get_rank() == 0:
+        path = os.path.join(args.resume, "checkpoint.pt")
+        try:
+            ck = torch.load(path, map_location="cpu")
+            if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
+                err = "--resume %s: %s is not a checkpoint of this program" % (args.resume, path)
+            elif ck["model_name"] != args.model:
+                err = "--resume %s: the checkpoint is of model %s, this run trains %s" % (
+                    args.resume, ck["model_name"], args.model)
+        except Exception as e:  # a missing, truncated or foreign file: named, at every rank
+            err = "--resume %s: cannot read %s: %s" % (args.resume, path, e)
+        if err:
+            ck = None
+    err = comm.bcast(err, root=0)
+    if err:
+        _fail_everywhere(comm, err)
+    ck = comm.bcast(ck, root=0)
+    model.load_state_dict(ck["model"])
+    sgd.load_state_dict(ck["optimizer"])
+    if ck["steps_per_epoch"] == steps_per_epoch:
+        at = ck["step"]
+    else:  # another rank count: the same epoch, the same share of it
+        at = ck["epoch"] * steps_per_epoch + ck["epoch_step"] * steps_per_epoch // ck["steps_per_epoch"]
+    if at >= total:
+        _fail_everywhere(comm, "--resume %s: the checkpoint stands at step %d; this run's %d steps end there "
+                         "(raise --epochs or --max-steps)" % (args.resume, ck["step"], total))
+    return ck, at
+
+
+def position(step, steps_per_epoch, total):
+    epoch, k = divmod(step, steps_per_epoch)
+    return dict(step=step, epoch=epoch, epoch_step=k, steps_per_epoch=steps_per_epoch, total=total)
+
+
 def evaluate(model, x, y, batch=1000):
     model.eval()
     correct, loss = 0, 0.0
@@ -162,8 +274,15 @@ def main(argv=None):
     eval_every = max(1, steps_per_epoch // args.evals_per_epoch)
 
     model = common.make_model(args.model, args.seed)
+    sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    start, resumed = 0, None
+    if args.resume:
+        resumed, start = load_checkpoint(args, comm, sgd, model, steps_per_epoch, total)
+        if me == 0:
+            print("train.py: resuming from %s (step %d of %d ranks) at step %d of %d" % (
+                args.resume, resumed["step"], resumed["ranks"], start, total), file=sys.stderr)
     ex = Exchange(args, model, comm)
-    opt = ex.wrap(torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum), model)
+    opt = ex.wrap(sgd, model)
     net = ex.model
     nparams = sum(p.numel() for p in model.parameters())
 
@@ -172,8 +291,13 @@ def main(argv=None):
     executed, losses = 0, []
     comm.Barrier()
     t0 = time.perf_counter()
-    step, perm_epoch, perm = 0, -1, None
+    step, perm_epoch, perm = start, -1, None
+    checkpoints, checkpoint_s = 0, 0.0
     while step < total:
+        if args.kill is not None and args.kill == (me, step):
+            print("train.py: rank %d: --inject: killing this process at step %d" % (me, step), file=sys.stderr,
+                  flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
         epoch, k = divmod(step, steps_per_epoch)
         if epoch != perm_epoch:  # this epoch's order of the shard: (seed, epoch, rank)
             g = torch.Generator().manual_seed(common.rng_key(args.seed, 0x44415441, epoch, me) & 0x7fffffffffffffff)
@@ -205,11 +329,20 @@ def main(argv=None):
             step = max(step, min(opt.iteration, total))
         if me == 0 and (step % eval_every == 0) and step < total:
             copies.append((time.perf_counter() - t0, step, copy.deepcopy(model.state_dict())))
+        every = args.checkpoint_every or steps_per_epoch
+        if args.checkpoint and step < total and step % every == 0:
+            tc = time.perf_counter()
+            save_checkpoint(args, comm, ex, opt, sgd, model, position(step, steps_per_epoch, total))
+            checkpoints, checkpoint_s = checkpoints + 1, checkpoint_s + time.perf_counter() - tc
     if ex.kind != "ddp":
         opt.close()
     wall = time.perf_counter() - t0
     if me == 0:
         copies.append((wall, step, copy.deepcopy(model.state_dict())))
+    if args.checkpoint:  # the final model (after the final exchange)
+        tc = time.perf_counter()
+        save_checkpoint(args, comm, ex, opt, sgd, model, position(step, steps_per_epoch, total))
+        checkpoints, checkpoint_s = checkpoints + 1, checkpoint_s + time.perf_counter() - tc
 
     # after training: rank 0 evaluates its copies
     mean_loss = comm.allreduce(float(np.mean(losses[-steps_per_epoch:])), op=MPI.SUM) / P
@@ -231,19 +364,25 @@ def main(argv=None):
     n_exec = sum(r[3] for r in per_rank)
     res = {
         "task": "fmnist", "algo": args.algo, "ranks": P, "imbalance": args.imbalance, "steps": step,
-        "wall_s": wall, "steps_per_s": step / wall, "final_loss": mean_loss, "test_accuracy": curve[-1][2],
+        "wall_s": wall, "steps_per_s": (step - start) / wall, "final_loss": mean_loss, "test_accuracy": curve[-1][2],
         "test_loss": curve[-1][3], "target": args.target, "time_to_target_s": ttt, "epochs": args.epochs,
         "batch": args.batch, "lr": args.lr, "momentum": args.momentum, "seed": args.seed,
         "sync_every": args.sync_every, "model": args.model, "parameters": nparams,
         "compute_ms": 1e3 * sum(r[0] for r in per_rank) / n_exec, "sleep_ms": 1e3 * sum(r[1] for r in per_rank) / n_exec,
         "exchange_ms": 1e3 * sum(r[2] for r in per_rank) / n_exec, "steps_executed": per_rank[0][3],
-        "step_ms": 1e3 * wall / step, "fusion": args.fusion if ex.kind == "sync" else "",
+        "step_ms": 1e3 * wall / (step - start), "fusion": args.fusion if ex.kind == "sync" else "",
         "curve": [[round(c[0], 4), c[1], c[2]] for c in curve],
     }
+    if args.checkpoint:
+        res.update(checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, checkpoints=checkpoints,
+                   checkpoint_s=checkpoint_s)
+    if resumed is not None:
+        res.update(resume=args.resume, resumed_from_step=resumed["step"], resumed_from_ranks=resumed["ranks"],
+                   resumed_at_step=start)
     if ex.kind == "sync":
         res["fusion_buckets"] = opt.plan.nbuckets if opt.plan is not None else 1
     print("train.py: %s, %d ranks, %s, imbalance %s: %d steps in %.2f s (%.2f steps/s), test accuracy %.4f, "
-          "time to %.3g: %s" % (args.algo, P, args.model, args.imbalance, step, wall, step / wall, curve[-1][2],
+          "time to %.3g: %s" % (args.algo, P, args.model, args.imbalance, step - start, wall, (step - start) / wall, curve[-1][2],
                                 args.target, "%.2f s" % ttt if reached else "not reached"))
     print("per step (mean over ranks): compute %.2f ms, injected delay %.2f ms, exchange %.2f ms" % (
         res["compute_ms"], res["sleep_ms"], res["exchange_ms"]))

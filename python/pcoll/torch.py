@@ -249,6 +249,16 @@ class _Wrapper:
     def zero_grad(self, set_to_none=False):
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
+    def flush(self):
+        """Collective: everything still pending is exchanged and applied (a
+        synchronous round; WAGMA: every rank's model averaged), and the
+        optimizer goes on.  A consistent point for a checkpoint."""
+        self._live()
+        self._flush()
+
+    def _flush(self):
+        pass  # synchronous exchanges leave nothing pending after step()
+
     def close(self):
         """Collective: the final exchange and the library object's free."""
         if not self.closed:
@@ -541,10 +551,13 @@ class EagerOptimizer(_FlatGrads):
         self._apply(info)
         return loss
 
-    def _close(self):
+    def _flush(self):
         self._rebind()
         self.grads.flat.zero_()
         self._apply(self.partial.flush(self.grads.array))
+
+    def _close(self):
+        self._flush()
         self.partial.free()
 
 
@@ -581,9 +594,12 @@ class WagmaOptimizer(_FlatModel):
             self.info = self.partial.allreduce(self.model_flat.array)
         return loss
 
-    def _close(self):
+    def _flush(self):
         self.partial.deposit(self.model_flat.array)
         self.info = self.partial.flush(self.model_flat.array)
+
+    def _close(self):
+        self._flush()
         self.partial.free()
 
 
@@ -614,6 +630,10 @@ class PReduceOptimizer(_FlatModel):
             self.info = self.preduce.reduce(self.model_flat.array, self.iteration)
         self.iteration = max(self.iteration, self.info.iteration)
         return loss
+
+    def _flush(self):
+        raise pcoll.Error("PReduceOptimizer: flush: its groups span steps (ranks skip steps): there is no point "
+                          "every rank reaches but close()")
 
     def _close(self):
         self.preduce.drain(self.model_flat.array)
