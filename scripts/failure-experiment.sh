@@ -1,7 +1,7 @@
 #!/bin/sh
 # Failures in the middle of pcoll-train runs on Fashion-MNIST.
 #
-#   scripts/failure-experiment.sh [kill] [stop]        (default: both)
+#   scripts/failure-experiment.sh [kill] [stop] [restart]   (default: all)
 #
 # kill: a rank killed with SIGKILL: --on-failure shrink goes on with the
 #   others (pcoll_shrink), against the same run without the failure; per
@@ -16,12 +16,19 @@
 #   (node-shared memory, messages): the other ranks' steps/s while it was
 #   stopped and before, and when its next step ended after SIGCONT (one run
 #   each, 1 epoch); JSON lines in OUT/stop.jsonl.
+# restart: the restart path, which works with any MPI and any victim (rank
+#   0 too): runs checkpoint at every epoch's end (--checkpoint); the victim
+#   kills itself as in kill, the job ends (--on-failure abort), and a new
+#   job of one rank less resumes from the checkpoint (--resume).  Against
+#   the same run with checkpoints and no failure: the script's clock from
+#   the first mpirun to the end of the last (process starts and data loading
+#   included), and the test accuracy; OUT/restart.jsonl.
 #
 # Environment: BUILD, MPIRUN (as demo.sh), NPS ("4 8"), ALGOS ("solo sync"),
 # REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), TIMEOUT_S (2: the
 # PCOLL_TIMEOUT_S that finds the dead rank), STOP_S (5), STOP_ALGOS ("solo
-# majority quorum:2 wagma"), OUT (results/failure).  About 20 minutes on 2
-# cores with the defaults.
+# majority quorum:2 wagma"), RESTART_VICTIM (0), OUT (results/failure).
+# About 30 minutes on 2 cores with the defaults.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/lib.sh"
@@ -42,9 +49,11 @@ fi
 train="$BUILD/bin/pcoll-train"
 [ -x "$train" ] || { echo "failure-experiment.sh: no $train (build first, or BUILD=DIR)" >&2; exit 1; }
 mkdir -p "$out"
-exps=${*:-kill stop}
+exps=${*:-kill stop restart}
 for e in $exps; do
-    case $e in kill | stop) ;; *) echo "failure-experiment.sh: unknown experiment \"$e\" (kill, stop)" >&2; exit 2 ;; esac
+    case $e in kill | stop | restart) ;;
+    *) echo "failure-experiment.sh: unknown experiment \"$e\" (kill, stop, restart)" >&2; exit 2 ;;
+    esac
 done
 
 # run NAME FLAGS...: one pcoll-train run; its JSON line into OUT/NAME.json
@@ -117,5 +126,51 @@ medians "$runs" "np algo failure" "wall_s" |
     awk '{ k = $1 " " $2; w[k, $3] = $4; if (!(k in seen)) { seen[k] = 1; o[++n] = k } }
          END { for (i = 1; i <= n; i++) printf "  %s ranks, %s: %.2f s\n", substr(o[i], 1, index(o[i], " ") - 1),
                    substr(o[i], index(o[i], " ") + 1), w[o[i], "kill"] - w[o[i], "none"] }'
+;;
+esac
+
+case " $exps " in *" restart "*)
+restarts="$out/restart.jsonl"
+: >"$restarts"
+rv=${RESTART_VICTIM:-0}
+now() { date +%s.%N; }
+for np in $nps; do
+    spe=$((60000 / np / 32))
+    at=$((spe + spe / 2))
+    for rep in $(seq 1 "$reps"); do
+        for algo in $algos; do
+            for failure in none restart; do
+                echo "failure-experiment: restart, $np ranks, $algo, $failure, run $rep" >&2
+                rm -rf "$out/ckpt"
+                t0=$(now)
+                if [ "$failure" = restart ]; then
+                    # the job ends with the victim (status 137): no JSON
+                    $MPIRUN -np "$np" "$train" --algo "$algo" --epochs "$epochs" --checkpoint "$out/ckpt" \
+                        --inject "kill:$rv:$at" --quiet >"$out/run.log" 2>&1 || true
+                    [ -s "$out/ckpt/checkpoint" ] || { tail -20 "$out/run.log" >&2; exit 1; }
+                    run run -np $((np - 1)) "$train" --algo "$algo" --epochs "$epochs" --target "$target" \
+                        --checkpoint "$out/ckpt" --resume "$out/ckpt"
+                else
+                    run run -np "$np" "$train" --algo "$algo" --epochs "$epochs" --target "$target" \
+                        --checkpoint "$out/ckpt"
+                fi
+                t=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+                sed "s/^{/{\"failure\": \"$failure\", \"np\": $np, \"elapsed_s\": $t, /" "$out/run.json" >>"$restarts"
+                rm -f "$out/run.json"
+            done
+        done
+    done
+done
+rm -rf "$out/ckpt"
+echo "| ranks | algo | failure | elapsed s (all jobs) | test accuracy | checkpoints | in them (s) |"
+echo "|---|---|---|---|---|---|---|"
+medians "$restarts" "np algo failure" "elapsed_s test_accuracy checkpoints checkpoint_s" |
+    awk '{ printf "| %s | %s | %s | %.2f | %.4f | %s | %.2f |\n", $1, $2, $3, $4, $5, $6, $7 }'
+echo
+echo "time the failure cost (median elapsed time with it minus without it):"
+medians "$restarts" "np algo failure" "elapsed_s" |
+    awk '{ k = $1 " " $2; w[k, $3] = $4; if (!(k in seen)) { seen[k] = 1; o[++n] = k } }
+         END { for (i = 1; i <= n; i++) printf "  %s ranks, %s: %.2f s\n", substr(o[i], 1, index(o[i], " ") - 1),
+                   substr(o[i], index(o[i], " ") + 1), w[o[i], "restart"] - w[o[i], "none"] }'
 ;;
 esac
