@@ -14,7 +14,8 @@
 # stop: rank VICTIM stopped with SIGSTOP for STOP_S seconds half-way through
 #   the first epoch, per rank count, partial kind (STOP_ALGOS) and data phase
 #   (node-shared memory, messages): the other ranks' steps/s while it was
-#   stopped and before, and when its next step ended after SIGCONT (one run
+#   stopped and before, when its next step ended after SIGCONT, and the
+#   gradients handed over against those delivered at each rank (one run
 #   each, 1 epoch); JSON lines in OUT/stop.jsonl.
 # restart: the restart path, which works with any MPI and any victim (rank
 #   0 too): runs checkpoint at every epoch's end (--checkpoint); the victim
@@ -88,10 +89,11 @@ for np in $nps; do
         done
     done
 done
-echo "| ranks | algo | data phase | stopped (s) | others' steps/s during the stop | before it | its next step after SIGCONT (s) |"
-echo "|---|---|---|---|---|---|---|"
-medians "$stops" "np algo phase" "stop_s others_steps_per_s_during_stop others_steps_per_s_before_stop resume_step_s" |
-    awk '{ printf "| %s | %s | %s | %.2f | %.1f | %.1f | %.3f |\n", $1, $2, $3, $4, $5, $6, $7 }'
+echo "| ranks | algo | data phase | stopped (s) | others' steps/s during the stop | before it | its next step after SIGCONT (s) | gradients made / delivered (fewest-most at a rank) |"
+echo "|---|---|---|---|---|---|---|---|"
+medians "$stops" "np algo phase" "stop_s others_steps_per_s_during_stop others_steps_per_s_before_stop resume_step_s contributions_made contributions_delivered_min contributions_delivered_max" |
+    awk '{ printf "| %s | %s | %s | %.2f | %.1f | %.1f | %.3f | %s |\n", $1, $2, $3, $4, $5, $6, $7,
+           ($8 == "-" ? "- (models)" : $8 " / " $9 "-" $10) }'
 echo ;;
 esac
 

@@ -37,7 +37,8 @@ sys.exit(1 if bad else 0)
 PY
 
 # --inject stop: rank 1 of 3 stopped for 2 s (a helper sends SIGCONT); the
-# run ends with every step, and the summary measures the others meanwhile
+# run ends with every step, every gradient delivered once at every rank,
+# and the summary measures the others meanwhile
 timeout 300 "$@" -np 3 "$train" --algo solo --epochs 2 --max-steps 300 --train-limit 20000 --inject stop:1:100:2 \
     --quiet --json "$dir/s.json" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "the --inject stop run failed"; }
 "$py" - "$dir/s.json" <<'PY' || fail "the --inject stop run did not report the stop"
@@ -47,6 +48,8 @@ print(f"shrink_train: stop {r['stop_s']:.2f} s; others {r['others_steps_per_s_du
       f"{r['others_steps_per_s_before_stop']:.1f} before; next step {r['resume_step_s']:.3f} s after SIGCONT")
 ok = r["steps"] == 300 and 1.9 < r["stop_s"] < 4 and r["others_steps_per_s_before_stop"] > 0
 ok = ok and r["others_steps_per_s_during_stop"] >= 0 and 0 <= r["resume_step_s"] < 10
+# every gradient handed over is delivered once at every rank
+ok = ok and r["contributions_made"] == r["contributions_delivered_min"] == r["contributions_delivered_max"] == 900
 sys.exit(0 if ok else 1)
 PY
 

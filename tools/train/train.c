@@ -88,6 +88,9 @@ typedef struct run {
     /* --checkpoint */
     int checkpoints;
     double checkpoint_s;
+    /* gradient exchanges: this rank's gradients handed to the exchange, and
+       the contributions summed in what it delivered here */
+    uint64_t contributed, delivered_contributions;
 } run_t;
 
 /* Every rank learns whether the setup succeeded everywhere; if not, every rank
@@ -497,6 +500,7 @@ static void apply_delivery(run_t *r, const exchange_info_t *info, double lr, epo
     /* nothing arrived: the update is zero and must not even decay the
        momentum, or a rank that is often late would train differently */
     if (!count_delivery(info, st)) return;
+    r->delivered_contributions += info->contributions;
     if (exchange_averages_models(r->ex)) { /* the new model: swapped in, not copied */
         float *t = r->params;
         r->params = r->update;
@@ -878,6 +882,7 @@ static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_st
     exchange_info_t info;
     const float *in = exchange_averages_models(r->ex) ? r->params : r->grad;
     mark(r, "exchange", PCOLL_MARK_BEGIN);
+    r->contributed++;
     if (exchange_step(r->ex, in, r->update, &info)) {
         recover(r); /* this step's exchange is lost: nothing is applied */
         memset(&info, 0, sizeof info);
@@ -1023,6 +1028,13 @@ static void summarize(run_t *r, train_result_t *res, double wall)
               r->rank);
     double mine[4] = {r->compute_s, r->sleep_s, r->exchange_s, (double)r->executed}, all[4] = {0, 0, 0, 0};
     check_mpi(MPI_Reduce(mine, all, 4, MPI_DOUBLE, MPI_SUM, 0, r->comm), "MPI_Reduce", r->rank);
+    /* conservation: every gradient handed over is in what every rank got */
+    uint64_t c[3] = {r->contributed, r->delivered_contributions, UINT64_MAX - r->delivered_contributions}, call[3];
+    check_mpi(MPI_Allreduce(c, call, 1, MPI_UINT64_T, MPI_SUM, r->comm), "MPI_Allreduce", r->rank);
+    check_mpi(MPI_Allreduce(c + 1, call + 1, 2, MPI_UINT64_T, MPI_MAX, r->comm), "MPI_Allreduce", r->rank);
+    res->contributions_made = call[0];
+    res->contributions_delivered_max = call[1];
+    res->contributions_delivered_min = UINT64_MAX - call[2];
     res->steps = r->step;
     res->steps_executed = r->executed;
     res->ranks_at_end = r->nranks;
@@ -1069,6 +1081,7 @@ int train_run(const train_opts_t *opts, pcoll_t *ctx, train_result_t *res)
         return -1;
     }
     res->opts = r.o;
+    res->models_exchanged = exchange_averages_models(r.ex);
     res->ranks = r.nranks;
     mlp_describe(r.model, res->model, sizeof res->model);
     res->nparams = r.model->nparams;

@@ -134,6 +134,12 @@ typedef struct train_result {
     double gflops;           /* dense-layer GFLOP/s per rank while computing */
     double compute_ms, sleep_ms, exchange_ms; /* per step, mean over ranks and steps */
     uint64_t flush_rounds;   /* rounds the final flush delivered (this rank) */
+    /* gradient exchanges, over the ranks: the gradients handed to the
+       exchange (this run's, since a resume), and the least and most
+       contributions summed in what a rank got delivered (flush included);
+       all three equal: nothing lost, nothing counted twice */
+    uint64_t contributions_made, contributions_delivered_min, contributions_delivered_max;
+    int models_exchanged;    /* a model exchange (wagma, preduce): no such counts */
     uint64_t rounds_delivered; /* rounds this rank received in all (flush included):
                                   the same at every rank unless a round was lost */
     exchange_stats_t exchange_stats; /* preduce: this rank's groups and waits and,
