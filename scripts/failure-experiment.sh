@@ -146,8 +146,9 @@ for np in $nps; do
                 rm -rf "$out/ckpt"
                 t0=$(now)
                 if [ "$failure" = restart ]; then
-                    # the job ends with the victim (status 137): no JSON
-                    $MPIRUN -np "$np" "$train" --algo "$algo" --epochs "$epochs" --checkpoint "$out/ckpt" \
+                    # the job ends with the victim (status 137): no JSON; a
+                    # launcher that kept the survivors waiting is stopped
+                    timeout 600 $MPIRUN -np "$np" "$train" --algo "$algo" --epochs "$epochs" --checkpoint "$out/ckpt" \
                         --inject "kill:$rv:$at" --quiet >"$out/run.log" 2>&1 || true
                     [ -s "$out/ckpt/checkpoint" ] || { tail -20 "$out/run.log" >&2; exit 1; }
                     run run -np $((np - 1)) "$train" --algo "$algo" --epochs "$epochs" --target "$target" \

@@ -21,11 +21,13 @@ pcoll-train's keys (steps_per_s, test_accuracy, time_to_target_s, ...) and
 `curve`: [elapsed_s, steps, test_accuracy] per copy.
 
 --checkpoint DIR writes DIR/checkpoint.pt (replaced atomically) at every
-epoch's end, or every --checkpoint-every steps, and after training: the
-exchange is flushed (optimizer.flush()), the models and momenta averaged
-(every rank the same), and rank 0 saves the model, the optimizer state and
-the position.  --resume DIR continues from it with any number of ranks (with
-another count, the epoch's steps are scaled to the share done).  A run whose
+epoch's end, or every --checkpoint-every steps, and after training (the
+final models averaged: the accuracy reported is rank 0's): the exchange is
+flushed (optimizer.flush()), the models and momenta averaged (every rank the
+same), and rank 0 saves the model, the optimizer state and the position.
+--resume DIR continues from it with any number of ranks (with another
+count, the epoch's steps are scaled to the share done); the other flags
+(--lr, --momentum, ...) are this run's.  A run whose
 rank dies (--inject kill:R:STEP for experiments) is restarted with --resume.
 """
 import argparse
@@ -181,11 +183,14 @@ def save_checkpoint(args, comm, ex, opt, sgd, model, pos):
         try:
             os.makedirs(args.checkpoint, exist_ok=True)
             path = os.path.join(args.checkpoint, "checkpoint.pt")
-            torch.save(dict(pos, format=CHECKPOINT_FORMAT, model_name=args.model, algo=args.algo, seed=args.seed,
-                            ranks=comm.Get_size(), model=model.state_dict(), optimizer=sgd.state_dict()),
-                       path + ".tmp")
+            with open(path + ".tmp", "wb") as f:
+                torch.save(dict(pos, format=CHECKPOINT_FORMAT, model_name=args.model, algo=args.algo,
+                                seed=args.seed, ranks=comm.Get_size(), model=model.state_dict(),
+                                optimizer=sgd.state_dict()), f)
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(path + ".tmp", path)
-        except OSError as e:
+        except Exception as e:  # OSError, or torch's RuntimeError on a failed write: every rank must hear
             err = "--checkpoint %s: %s" % (args.checkpoint, e)
     err = comm.bcast(err, root=0)
     if err:
@@ -216,6 +221,8 @@ def load_checkpoint(args, comm, sgd, model, steps_per_epoch, total):
     ck = comm.bcast(ck, root=0)
     model.load_state_dict(ck["model"])
     sgd.load_state_dict(ck["optimizer"])
+    for g in sgd.param_groups:  # the momentum buffers are the checkpoint's, the settings this run's
+        g["lr"], g["momentum"] = args.lr, args.momentum
     if ck["steps_per_epoch"] == steps_per_epoch:
         at = ck["step"]
     else:  # another rank count: the same epoch, the same share of it

@@ -250,9 +250,11 @@ class _Wrapper:
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
     def flush(self):
-        """Collective: everything still pending is exchanged and applied (a
-        synchronous round; WAGMA: every rank's model averaged), and the
-        optimizer goes on.  A consistent point for a checkpoint."""
+        """Collective, between steps: everything still pending is exchanged
+        and applied (a synchronous round; WAGMA: every rank's model
+        averaged), and the optimizer goes on.  Until the next step no rank
+        needs another's pcoll calls, so other collectives (a checkpoint's
+        averaging) are safe there."""
         self._live()
         self._flush()
 
@@ -502,6 +504,10 @@ class SyncOptimizer(_FlatGrads):
         if self.plan is None and self.steps >= self.profile_steps:
             self._replan()
         return loss
+
+    def _flush(self):
+        if any(self._pass):
+            raise pcoll.Error("SyncOptimizer: flush: a backward pass has started buckets: call step() first")
 
     def _close(self):
         if any(self._pass):  # a backward pass since the last step: finish its exchange

@@ -62,10 +62,11 @@ refused() { # refused NAMED ARGS...: train.py must fail, naming NAMED
     out=$(timeout 120 "$@" 2>&1) && fail "accepted: $*"
     case $out in *"$want"*) ;; *) fail "$*: the message does not name $want: $out" ;; esac
 }
-refused --checkpoint-every "$py" "$train" --checkpoint-every 5
-refused --checkpoint "$py" "$train" --algo preduce:fifo:2 --checkpoint "$dir/p"
-refused --inject "$py" "$train" --inject stop:1:2
-refused --resume "$@" -np 2 "$py" "$train" $common --resume "$dir/none"
+# (argparse's usage line lists every flag: match its error line)
+refused "error: --checkpoint-every" "$py" "$train" --checkpoint-every 5
+refused "error: --checkpoint and --resume apply" "$py" "$train" --algo preduce:fifo:2 --checkpoint "$dir/p"
+refused "error: --inject" "$py" "$train" --inject stop:1:2
+refused "train.py: --resume" "$@" -np 2 "$py" "$train" $common --resume "$dir/none"
 mkdir "$dir/t" && printf 'hello\n' >"$dir/t/checkpoint.pt"
-refused --resume "$@" -np 2 "$py" "$train" $common --resume "$dir/t"
+refused "train.py: --resume" "$@" -np 2 "$py" "$train" $common --resume "$dir/t"
 echo "checkpoint_resume: passed"

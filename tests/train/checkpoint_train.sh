@@ -5,7 +5,7 @@
 #     75), ends with the same model, bit for bit, as the run never killed
 #     (their final checkpoints are compared);
 #  2. solo, 3 ranks, rank 0 killed: resumed with 2 ranks, it runs every
-#     step of the schedule and reaches the target accuracy;
+#     step of the schedule and reaches the target accuracy (0.65);
 #  3. bad flags and checkpoints are refused, naming the flag.
 # `timeout` turns a hang into a failure.
 #   checkpoint_train.sh <pcoll-train> <python3> <mpiexec and its flags...>
@@ -47,7 +47,7 @@ PY
 timeout 300 "$@" -np 3 "$train" --algo solo $common --checkpoint "$dir/c" --inject kill:0:60 >"$dir/c.out" 2>&1
 [ $? -eq 124 ] && fail "the solo run whose rank 0 was killed hung"
 grep -q "^step 41$" "$dir/c/checkpoint" || fail "the solo run's checkpoint is not at the end of epoch 1 (step 41)"
-timeout 300 "$@" -np 2 "$train" --algo solo $common --resume "$dir/c" --target 0.7 --json "$dir/c.json" \
+timeout 300 "$@" -np 2 "$train" --algo solo $common --resume "$dir/c" --target 0.65 --json "$dir/c.json" \
     >"$dir/c2.out" 2>&1 || { cat "$dir/c2.out"; fail "the solo run resumed with 2 ranks failed"; }
 "$py" - "$dir/c.json" <<'PY' || fail "the run resumed with fewer ranks did not finish as it should"
 import json, sys
@@ -55,7 +55,7 @@ r = json.load(open(sys.argv[1]))
 print(f"checkpoint_train: solo, 3 ranks, rank 0 killed; resumed with {r['ranks']} at step {r['resumed_at_step']} "
       f"of {r['steps']}: test accuracy {r['test_accuracy']:.4f}")
 checks = {"2 ranks": r["ranks"] == 2, "scaled start": r["resumed_from_step"] == 41 and r["resumed_at_step"] == 62,
-          "all steps": r["steps"] == 124, "target": r["test_accuracy"] >= 0.7}
+          "all steps": r["steps"] == 124, "target": r["test_accuracy"] >= 0.65}
 bad = [k for k, ok in checks.items() if not ok]
 if bad: print("checkpoint_train: not met:", ", ".join(bad), json.dumps(r))
 sys.exit(1 if bad else 0)

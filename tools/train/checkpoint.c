@@ -22,9 +22,11 @@ static uint32_t endian_mark(void)
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
-static void path_of(char *buf, size_t len, const char *dir, const char *name)
+/* DIR/NAME into buf; 0 if it does not fit */
+static int path_of(char *buf, size_t len, const char *dir, const char *name)
 {
-    snprintf(buf, len, "%s/%s", dir, name);
+    int n = snprintf(buf, len, "%s/%s", dir, name);
+    return n >= 0 && (size_t)n < len;
 }
 
 static int write_floats(FILE *f, const float *x, uint64_t n)
@@ -55,8 +57,8 @@ int ckpt_prepare(const char *dir)
 int ckpt_write(const char *dir, const ckpt_header_t *h, const float *params, const float *velocity)
 {
     char tmp[4096], dst[4096];
-    path_of(tmp, sizeof tmp, dir, "checkpoint.tmp");
-    path_of(dst, sizeof dst, dir, "checkpoint");
+    if (!path_of(tmp, sizeof tmp, dir, "checkpoint.tmp") || !path_of(dst, sizeof dst, dir, "checkpoint"))
+        return tr_fail("--checkpoint %s: the path is too long", dir);
     FILE *f = fopen(tmp, "wb");
     if (!f) return tr_fail("--checkpoint: cannot write %s: %s", tmp, strerror(errno));
     fputs(MAGIC, f);
@@ -66,6 +68,7 @@ int ckpt_write(const char *dir, const ckpt_header_t *h, const float *params, con
             endian_mark(), h->task, h->model, h->nparams, h->algo, h->seed, h->ranks, h->step, h->epoch,
             h->epoch_step, h->steps_per_epoch, h->total_steps);
     int bad = write_floats(f, params, h->nparams) | write_floats(f, velocity, h->nparams);
+    bad |= ferror(f) != 0; /* the header's writes too */
     bad |= fflush(f) != 0;
     bad |= fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
@@ -74,7 +77,11 @@ int ckpt_write(const char *dir, const ckpt_header_t *h, const float *params, con
         unlink(tmp);
         return tr_fail("--checkpoint: writing %s failed: %s", tmp, strerror(e));
     }
-    if (rename(tmp, dst) != 0) return tr_fail("--checkpoint: cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+    if (rename(tmp, dst) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return tr_fail("--checkpoint: cannot rename %s to %s: %s", tmp, dst, strerror(e));
+    }
     /* the rename itself reaches the disk with the directory */
     int d = open(dir, O_RDONLY | O_DIRECTORY);
     if (d >= 0) {
@@ -93,12 +100,60 @@ static int copy_text(char *dst, size_t len, const char *val)
     return 1;
 }
 
+/* The header's keys, each required once. */
+enum { K_ENDIAN, K_TASK, K_MODEL, K_PARAMS, K_ALGO, K_SEED, K_RANKS, K_STEP, K_EPOCH, K_EPOCH_STEP, K_SPE, K_TOTAL, K_N };
+static const char *const key_names[K_N] = {"endian", "task",  "model",      "parameters",      "algo",
+                                           "seed",   "ranks", "step",       "epoch",           "epoch_step",
+                                           "steps_per_epoch", "total_steps"};
+
+/* A decimal number, the whole of val; 0 if it is not one. */
+static int parse_u64(const char *val, uint64_t *out)
+{
+    if (val[0] < '0' || val[0] > '9') return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (errno || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+/* One "key value" line into h; 0 if the key is unknown (ignored), -1 if
+ * the value is bad. */
+static int parse_field(ckpt_header_t *h, uint32_t *endian, int k, const char *val)
+{
+    uint64_t v = 0;
+    switch (k) {
+    case K_TASK: return copy_text(h->task, sizeof h->task, val) ? 0 : -1;
+    case K_MODEL: return copy_text(h->model, sizeof h->model, val) ? 0 : -1;
+    case K_ALGO: return copy_text(h->algo, sizeof h->algo, val) ? 0 : -1;
+    default: break;
+    }
+    if (!parse_u64(val, &v) || v > (uint64_t)INT64_MAX) return -1;
+    switch (k) {
+    case K_ENDIAN: *endian = (uint32_t)v; break;
+    case K_PARAMS: h->nparams = v; break;
+    case K_SEED: h->seed = v; break;
+    case K_RANKS: h->ranks = v <= INT32_MAX ? (int)v : 0; break;
+    case K_STEP: h->step = v; break;
+    case K_EPOCH: h->epoch = (long)v; break;
+    case K_EPOCH_STEP: h->epoch_step = (long)v; break;
+    case K_SPE: h->steps_per_epoch = (long)v; break;
+    case K_TOTAL: h->total_steps = v; break;
+    default: break;
+    }
+    return 0;
+}
+
 /* Opens DIR/checkpoint and parses its header; the stream stands at the
  * parameters.  NULL with a message. */
 static FILE *open_header(const char *dir, ckpt_header_t *h)
 {
     char path[4096];
-    path_of(path, sizeof path, dir, "checkpoint");
+    if (!path_of(path, sizeof path, dir, "checkpoint")) {
+        tr_fail("--resume %s: the path is too long", dir);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         tr_fail("--resume %s: cannot read %s: %s", dir, path, strerror(errno));
@@ -112,30 +167,23 @@ static FILE *open_header(const char *dir, ckpt_header_t *h)
         return NULL;
     }
     uint32_t endian = 0;
-    int seen = 0, ended = 0;
-    while (fgets(line, sizeof line, f)) {
+    int seen[K_N] = {0}, ended = 0, bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
         if (strcmp(line, "end\n") == 0) {
             ended = 1;
             break;
         }
         char key[32], val[300];
         if (sscanf(line, "%31s %299[^\n]", key, val) != 2) break;
-        seen++;
-        if (strcmp(key, "endian") == 0) endian = (uint32_t)strtoul(val, NULL, 10);
-        else if (strcmp(key, "task") == 0) seen -= !copy_text(h->task, sizeof h->task, val);
-        else if (strcmp(key, "model") == 0) seen -= !copy_text(h->model, sizeof h->model, val);
-        else if (strcmp(key, "parameters") == 0) h->nparams = strtoull(val, NULL, 10);
-        else if (strcmp(key, "algo") == 0) seen -= !copy_text(h->algo, sizeof h->algo, val);
-        else if (strcmp(key, "seed") == 0) h->seed = strtoull(val, NULL, 10);
-        else if (strcmp(key, "ranks") == 0) h->ranks = atoi(val);
-        else if (strcmp(key, "step") == 0) h->step = strtoull(val, NULL, 10);
-        else if (strcmp(key, "epoch") == 0) h->epoch = strtol(val, NULL, 10);
-        else if (strcmp(key, "epoch_step") == 0) h->epoch_step = strtol(val, NULL, 10);
-        else if (strcmp(key, "steps_per_epoch") == 0) h->steps_per_epoch = strtol(val, NULL, 10);
-        else if (strcmp(key, "total_steps") == 0) h->total_steps = strtoull(val, NULL, 10);
-        else seen--; /* a key of a later minor addition: ignored */
+        int k = 0;
+        while (k < K_N && strcmp(key, key_names[k]) != 0) k++;
+        if (k == K_N) continue; /* a key of a later minor addition: ignored */
+        bad = seen[k]++ || parse_field(h, &endian, k, val) != 0;
     }
-    if (!ended || seen < 12 || h->nparams == 0 || h->steps_per_epoch < 1 || h->ranks < 1) {
+    int all = 1;
+    for (int k = 0; k < K_N; k++) all &= seen[k] == 1;
+    if (bad || !ended || !all || h->nparams == 0 || h->steps_per_epoch < 1 || h->ranks < 1 ||
+        h->epoch_step >= h->steps_per_epoch) {
         tr_fail("--resume %s: the header of %s is incomplete or damaged", dir, path);
         fclose(f);
         return NULL;

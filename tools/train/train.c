@@ -1043,7 +1043,7 @@ static void summarize(run_t *r, train_result_t *res, double wall)
     res->recovery_s = r->recovery_s;
     res->ctx_at_end = r->ctx;
     res->wall_s = wall;
-    res->steps_per_s = wall > 0 ? (double)r->step / wall : NAN;
+    res->steps_per_s = wall > 0 ? (double)(r->step - res->resumed_at) / wall : NAN; /* this run's steps */
     res->test_accuracy = res->test_loss = res->val_mse = res->time_to_target_s = NAN;
     if (r->rank == 0) {
         for (long e = 0; e < epochs; e++)
