@@ -71,6 +71,15 @@ run() {
     fi
 }
 
+# cost JSONL KEY FAILURE: per rank count and algo, the median of KEY with
+# "failure": FAILURE minus its median with "failure": "none"
+cost() {
+    medians "$1" "np algo failure" "$2" |
+        awk -v f="$3" '{ k = $1 " " $2; w[k, $3] = $4; if (!(k in seen)) { seen[k] = 1; o[++n] = k } }
+             END { for (i = 1; i <= n; i++) printf "  %s ranks, %s: %.2f s\n", substr(o[i], 1, index(o[i], " ") - 1),
+                       substr(o[i], index(o[i], " ") + 1), w[o[i], f] - w[o[i], "none"] }'
+}
+
 case " $exps " in *" stop "*)
 stops="$out/stop.jsonl"
 : >"$stops"
@@ -124,10 +133,7 @@ medians "$runs" "np algo failure" "wall_s test_accuracy time_to_target_s ranks_a
     awk '{ printf "| %s | %s | %s | %.2f | %.4f | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, ($8 == "-" ? "-" : sprintf("%.2f", $8)) }'
 echo
 echo "time the failure cost (median wall time with it minus without it):"
-medians "$runs" "np algo failure" "wall_s" |
-    awk '{ k = $1 " " $2; w[k, $3] = $4; if (!(k in seen)) { seen[k] = 1; o[++n] = k } }
-         END { for (i = 1; i <= n; i++) printf "  %s ranks, %s: %.2f s\n", substr(o[i], 1, index(o[i], " ") - 1),
-                   substr(o[i], index(o[i], " ") + 1), w[o[i], "kill"] - w[o[i], "none"] }'
+cost "$runs" wall_s kill
 ;;
 esac
 
@@ -171,9 +177,6 @@ medians "$restarts" "np algo failure" "elapsed_s test_accuracy checkpoints check
     awk '{ printf "| %s | %s | %s | %.2f | %.4f | %s | %.2f |\n", $1, $2, $3, $4, $5, $6, $7 }'
 echo
 echo "time the failure cost (median elapsed time with it minus without it):"
-medians "$restarts" "np algo failure" "elapsed_s" |
-    awk '{ k = $1 " " $2; w[k, $3] = $4; if (!(k in seen)) { seen[k] = 1; o[++n] = k } }
-         END { for (i = 1; i <= n; i++) printf "  %s ranks, %s: %.2f s\n", substr(o[i], 1, index(o[i], " ") - 1),
-                   substr(o[i], index(o[i], " ") + 1), w[o[i], "restart"] - w[o[i], "none"] }'
+cost "$restarts" elapsed_s restart
 ;;
 esac
