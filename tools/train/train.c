@@ -446,15 +446,19 @@ static void gather_batch(run_t *r, size_t b, mlp_batch_t *mb)
     mb->n = B;
 }
 
-/* Every rank's model := the mean of all ranks' models (the paper's periodic
- * model synchronization). */
-static void average_models(run_t *r)
+/* Every rank's model := the mean of all ranks' models over r->comm (the
+ * paper's periodic model synchronization), and with `momenta` the momentum
+ * buffers too (a shrink, a checkpoint).  Collective. */
+static void average_models(run_t *r, int momenta)
 {
     const size_t n = r->model->nparams;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, r->params, (int)n, MPI_FLOAT, MPI_SUM, r->comm), "model averaging",
-              r->rank);
     const float s = 1.0f / (float)r->nranks;
-    for (size_t i = 0; i < n; i++) r->params[i] *= s;
+    float *bufs[2] = {r->params, r->velocity};
+    for (int k = 0; k < (momenta ? 2 : 1); k++) {
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, bufs[k], (int)n, MPI_FLOAT, MPI_SUM, r->comm), "model averaging",
+                  r->rank);
+        for (size_t i = 0; i < n; i++) bufs[k][i] *= s;
+    }
 }
 
 /* max over parameters of (max over ranks - min over ranks); uses grad and
@@ -627,13 +631,7 @@ static void recover(run_t *r)
                 "goes on only while rank 0 lives");
         fatal(r->rank);
     }
-    const size_t n = r->model->nparams;
-    const float s = 1.0f / (float)r->nranks;
-    float *bufs[2] = {r->params, r->velocity};
-    for (int k = 0; k < 2; k++) {
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, bufs[k], (int)n, MPI_FLOAT, MPI_SUM, comm), "model averaging", r->rank);
-        for (size_t i = 0; i < n; i++) bufs[k][i] *= s;
-    }
+    average_models(r, 1);
     /* the dead ranks' samples are shared out again */
     dataset_free(&r->train);
     const train_opts_t *o = &r->o;
@@ -752,16 +750,7 @@ static void checkpoint(run_t *r, epoch_stats_t *st)
         }
         if (info.rounds > 0) apply_delivery(r, &info, lr_at(&r->o, r->step, r->total_steps), st);
     }
-    if (!models_equal_by_construction(&r->o)) {
-        const size_t n = r->model->nparams;
-        const float s = 1.0f / (float)r->nranks;
-        float *bufs[2] = {r->params, r->velocity};
-        for (int k = 0; k < 2; k++) {
-            check_mpi(MPI_Allreduce(MPI_IN_PLACE, bufs[k], (int)n, MPI_FLOAT, MPI_SUM, r->comm), "checkpoint averaging",
-                      r->rank);
-            for (size_t i = 0; i < n; i++) bufs[k][i] *= s;
-        }
-    }
+    if (!models_equal_by_construction(&r->o)) average_models(r, 1);
     int ok = 1;
     if (r->rank == 0) {
         ckpt_header_t h;
@@ -982,7 +971,7 @@ static double train_epochs(run_t *r, train_result_t *res)
             if (r->step != epoch_end && checkpoint_due(r, 0)) checkpoint(r, &st);
         }
         const int last = e + 1 == r->epochs;
-        if (r->o.model_sync_epochs > 0 && (e + 1) % r->o.model_sync_epochs == 0 && !last) average_models(r);
+        if (r->o.model_sync_epochs > 0 && (e + 1) % r->o.model_sync_epochs == 0 && !last) average_models(r, 0);
         if (!last && r->step == epoch_end && checkpoint_due(r, 1)) checkpoint(r, &st);
         if (last) finish_exchange(r, res);
         res->rounds_delivered += st.rounds;
