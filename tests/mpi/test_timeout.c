@@ -3,8 +3,8 @@
  * never a hang.
  *
  * test_timeout (P >= 3): the last rank ("absent") makes no pcoll call while
- * the others, with PCOLL_TIMEOUT_S-like settings (warning after 1 s,
- * timeout after 2.5 s), call
+ * the others, with PCOLL_TIMEOUT_S-like settings (warning after 0.5 s,
+ * timeout after 1.5 s), call
  *   - pcoll_allreduce on all ranks, and on a group with the absent rank:
  *     PCOLL_ERR_TIMEOUT naming it ("has not started it"), after one stall
  *     warning on stderr naming it too;
@@ -176,7 +176,7 @@ static void fusion_timeout(void)
 {
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
-    if (rank != absent) CHECK_RC(pcoll_set_timeouts(ctx, 1.0, 2.5));
+    if (rank != absent) CHECK_RC(pcoll_set_timeouts(ctx, 0.5, 1.5));
     enum { L = 4 };
     float grad[L * 100];
     size_t bytes[L], off[L], cnt[L];
@@ -197,7 +197,7 @@ static void fusion_timeout(void)
         double t = seconds();
         EXPECT_ERR(pcoll_fusion_wait(f), PCOLL_ERR_TIMEOUT, absent_words);
         t = seconds() - t;
-        CHECK_MSG(t < 2.5 + 2.0, "pcoll_fusion_wait failed after %.1f s with PCOLL_TIMEOUT_S 2.5 (4 buckets)", t);
+        CHECK_MSG(t < 1.5 + 2.0, "pcoll_fusion_wait failed after %.1f s with PCOLL_TIMEOUT_S 1.5 (4 buckets)", t);
         if (rank == 0) printf("  pcoll_fusion_wait (%d buckets, %.1f s): %s\n", L, t, pcoll_last_error());
     }
     phase_end();
@@ -265,7 +265,7 @@ int main(int argc, char **argv)
     snprintf(absent_words, sizeof absent_words, "rank %d (", absent);
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
-    if (rank != absent) CHECK_RC(pcoll_set_timeouts(ctx, 1.0, 2.5));
+    if (rank != absent) CHECK_RC(pcoll_set_timeouts(ctx, 0.5, 1.5));
     if (rank == 0) printf("test_timeout: P=%d, rank %d makes no call while the others wait\n", size, absent);
     pcoll_log_level_t old = pcoll_get_log_level();
     allreduce_timeouts(ctx);
