@@ -477,6 +477,17 @@ typedef struct pcoll_round {
     int group_size;     /* the ranks whose data the result sums: this rank's
                            group (GROUP), else every rank                    */
     const int *group;   /* their ranks, increasing; valid during the callback */
+    /* Node-shared rounds go on without a rank whose progress engine has been
+     * silent for PCOLL_EXCLUDE_MS (a stopped process): the part it had
+     * published is taken as it stands, and its results are kept for it. */
+    int n_left_out;     /* the ranks this round went on without */
+    const int *left_out; /* their ranks, increasing; valid during the callback */
+    uint64_t first_round; /* = round, or for a catch-up (the results kept for
+                           this rank while it was silent, delivered as one
+                           when it answered again) the first round it holds:
+                           result sums rounds first_round..round (REPLACE:
+                           round's)                                         */
+    int catch_up;
 } pcoll_round_t;
 
 typedef void (*pcoll_round_observer_t)(const pcoll_round_t *round, void *arg);
@@ -540,7 +551,16 @@ typedef struct pcoll_partial_info {
     const int *group;       /* their ranks, increasing; valid until the next
                                call on the object (NULL when rounds == 0)     */
     uint64_t last_contributions; /* contributions summed into the last round   */
-    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
+    uint64_t left_out_rounds; /* covered rounds that went on without a silent
+                               rank (see pcoll_round_t.left_out)             */
+    uint64_t caught_up;     /* covered rounds kept for this rank while it was
+                               silent, delivered when it answered again       */
+    const int *left_out;    /* the ranks the last covered round went on
+                               without, increasing; valid until the next call
+                               on the object                                  */
+    int n_left_out;         /* their number                                   */
+    int unused_;            /* zero                                           */
+    uint64_t reserved[PCOLL_RESERVED - 4]; /* zeros: future fields (see "ABI" above) */
 } pcoll_partial_info_t;
 
 /* Collective over the context (every rank, same order, same arguments).

@@ -310,7 +310,7 @@ static int is_done(void *arg) { return atomic_load(&((pcoll_request_t *)arg)->do
 
 int pc_op_wait(pcoll_request_t *req, const char *fn)
 {
-    pc_wait_t w = {fn, is_done, req, pc_op_describe, req, 0, 0, 0};
+    pc_wait_t w = {.fn = fn, .done = is_done, .arg = req, .describe = pc_op_describe, .describe_arg = req};
     int rc = pc_block(req->ctx, &w);
     if (rc == PCOLL_ERR_TIMEOUT && !pc_op_abandon(req)) rc = PCOLL_SUCCESS; /* it completed just then */
     return rc;

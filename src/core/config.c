@@ -18,6 +18,7 @@ void pc_config_defaults(pc_config_t *cfg)
     cfg->direct_bytes = 32768;
     cfg->small_bytes = 8192;
     cfg->partial_shm_bytes = (size_t)4 << 20;
+    cfg->exclude_ms = PC_EXCLUDE_MS_DEFAULT;
     cfg->shm_allreduce_bytes = (size_t)1 << 30;
     cfg->shm_slice_bytes = (size_t)64 << 10;
     cfg->shm_chunk_bytes = (size_t)256 << 10;
@@ -99,6 +100,12 @@ static const var_t vars[] = {
     {{"PCOLL_PARTIAL_SHM_BYTES", "a byte size (e.g. 0, 256K)", "4M",
       "partial objects up to this size run their rounds in node-shared memory (0: never)", "", 1},
      V_BYTES, FIELD(partial_shm_bytes), 0, 0},
+    {{"PCOLL_EXCLUDE_MS", "a whole number in 0..3600000", PC_STR(PC_EXCLUDE_MS_DEFAULT),
+      "partial rounds in node-shared memory go on without a rank whose progress engine has not copied a result "
+      "for this long (a stopped process): its published part is taken as it stands, its results are kept and "
+      "delivered at once when it answers again (0: wait for every rank, as synchronous rounds always do)",
+      "", 1},
+     V_INT, FIELD(exclude_ms), 0, 3600000},
     {{"PCOLL_TUNING_FILE", "a file written by pcoll-bench allreduce --tune, or empty", "",
       "the allreduce's algorithm per size, ranks and nodes, as measured on this machine (sizes, rank or node counts "
       "it has no row for: the built-in rule)",

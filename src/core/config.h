@@ -11,12 +11,20 @@
 #include "agree.h"
 #include "pcoll.h"
 
+/* PCOLL_EXCLUDE_MS's default: far above the longest a healthy,
+ * oversubscribed run's progress engine took to copy a result (measured:
+ * docs/design.md, section 9) */
+#define PC_EXCLUDE_MS_DEFAULT 500
+#define PC_STR_(x) #x
+#define PC_STR(x) PC_STR_(x)
+
 typedef struct pc_config {
     int log_level;               /* PCOLL_LOG_LEVEL                             */
     pcoll_allreduce_algo_t algo; /* PCOLL_ALLREDUCE_ALGO                        */
     size_t direct_bytes;         /* PCOLL_ALLREDUCE_DIRECT_BYTES                */
     size_t small_bytes;          /* PCOLL_ALLREDUCE_SMALL_BYTES                 */
     size_t partial_shm_bytes;    /* PCOLL_PARTIAL_SHM_BYTES                     */
+    int exclude_ms;              /* PCOLL_EXCLUDE_MS                            */
     size_t shm_allreduce_bytes;  /* PCOLL_SHM_ALLREDUCE_BYTES                   */
     size_t shm_slice_bytes;      /* PCOLL_SHM_SLICE_BYTES                       */
     size_t shm_chunk_bytes;      /* PCOLL_SHM_CHUNK_BYTES                       */

@@ -91,7 +91,7 @@ static int run_task(pc_object_t *o, pc_task_fn fn, pc_pred_fn done, const char *
     o->task.fn = fn;
     o->task.arg = o;
     pc_engine_post_task(o->engine, &o->task, 1);
-    pc_wait_t w = {call, done, o, describe, o, o->id, o->channel, 0};
+    pc_wait_t w = {.fn = call, .done = done, .arg = o, .describe = describe, .describe_arg = o, .object = o->id, .channel = o->channel};
     int rc = pc_block(o->ctx, &w);
     if (!done(o)) pc_engine_wait(o->engine, done, o);
     return rc;

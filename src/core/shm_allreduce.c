@@ -361,7 +361,7 @@ int pc_shm_wait(pcoll_t *ctx, pc_pred_fn ready, void *arg, pc_describe_fn report
      * load (ready) here, a write then a load there, all seq_cst, so they
      * fall in one order and one of the two loads sees the other's store */
     atomic_store(sleeps, mark);
-    pc_wait_t how = {fn, ready, arg, report, arg, 0, 0, 0};
+    pc_wait_t how = {.fn = fn, .done = ready, .arg = arg, .describe = report, .describe_arg = arg};
     int rc = pc_block(ctx, &how);
     atomic_store(sleeps, 0);
     return rc;

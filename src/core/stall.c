@@ -346,18 +346,24 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w)
      * completes in time pays for no reading of its own */
     double t0 = -1;
     int warned = warn <= 0, status = PCOLL_SUCCESS;
+    double nudge = w->nudge ? w->nudge_s : 0, nudge_at = nudge;
     char report[1024];
     named_t names;
     for (;;) {
         double next = -1; /* seconds after the start */
         if (!warned) next = warn;
         if (timeout > 0 && (next < 0 || timeout < next)) next = timeout;
+        if (nudge > 0 && (next < 0 || nudge_at < next)) next = nudge_at;
         double left_us = next < 0 ? -1.0 : t0 < 0 ? next * 1e6 : (t0 + next - now_s()) * 1e6;
         if (left_us >= 0 && left_us < 1) left_us = 1;
         double began_us;
         if (pc_engine_wait_for(ctx->engine, w->done, w->arg, left_us, &began_us)) break;
         double now = now_s();
         if (t0 < 0) t0 = began_us >= 0 ? began_us * 1e-6 : now - next; /* when the first wait's clock started */
+        if (nudge > 0 && now >= t0 + nudge_at) {
+            w->nudge(w->nudge_arg);
+            nudge_at = now - t0 + nudge;
+        }
         if (timeout > 0 && now >= t0 + timeout) {
             if (probe(ctx, w, report, sizeof report, &names)) break;
             status = pc_error(PCOLL_ERR_TIMEOUT, w->fn, "gave up after %.3g s (PCOLL_TIMEOUT_S): %s", now - t0,

@@ -87,6 +87,9 @@ typedef struct pc_wait {
     uint64_t object;         /* the object the call is about (0: none) */
     uint32_t channel;        /* and its channel */
     int object_watches;      /* that object counts blocked calls itself */
+    void (*nudge)(void *arg); /* NULL, or called every nudge_s while waiting */
+    void *nudge_arg;
+    double nudge_s;
 } pc_wait_t;
 
 /* Waits until done(arg), reporting a stall and giving up as described

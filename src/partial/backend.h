@@ -68,6 +68,19 @@ enum {
     PC_MSG_FIN = 17       /* links.h: the sender's last message on a link   */
 };
 
+/* A round (or rounds) complete at this rank, as env.completed hears of it. */
+typedef struct pc_round_done {
+    uint64_t first, round; /* first < round: a catch-up, the rounds first..round
+                              summed (ACCUMULATE) or the last of them (REPLACE),
+                              kept while this rank was silent */
+    int root;              /* the last round's initiator */
+    uint32_t flags;        /* PC_ROUND_* of the rounds, or-ed */
+    int parked;            /* the rounds that counted this rank as parked */
+    const unsigned char *left_out; /* NULL, or a bitmap of P: the ranks the
+                              round went on without (their results kept) */
+    int catch_up;          /* the rounds' results were kept for this rank */
+} pc_round_done_t;
+
 /* What a backend knows of its object, and how it reports back. */
 typedef struct pc_backend_env {
     pcoll_t *ctx;
@@ -80,11 +93,12 @@ typedef struct pc_backend_env {
     pc_policy_t policy;  /* whose data each round sums (pc_policy_members) */
     const pc_object_t *obj; /* the object: its identity (channel: engine/tags.h) */
     size_t bitmap_bytes; /* (P + 7) / 8 */
+    uint64_t exclude_ns; /* PCOLL_EXCLUDE_MS (0: rounds wait for every rank) */
     /* the driver's side, called on the token holder */
     void *owner;
     void (*activated)(void *owner, uint64_t round, int root, uint32_t flags);
     /* buf (bytes) is the round's result; the driver takes it over */
-    void (*completed)(void *owner, uint64_t round, void *buf, int root, uint32_t flags, int parked);
+    void (*completed)(void *owner, const pc_round_done_t *done, void *buf);
     void (*drained)(void *owner);
     void (*failed)(void *owner, int status, const char *what);
     /* send one of the backend's control messages (the driver routes the
@@ -116,6 +130,9 @@ typedef struct pc_backend_ops {
     void (*want)(pc_backend_t *b, uint64_t round);
 
     /* -- any thread -- */
+    /* A waiting thread's look, every quarter of env.exclude_ns, for rounds
+     * held up by a silent rank (NULL: rounds always wait for every rank). */
+    void (*nudge)(pc_backend_t *b);
     uint64_t (*done)(const pc_backend_t *b);      /* rounds whose result exists */
     uint64_t (*activated)(const pc_backend_t *b); /* rounds activated */
 

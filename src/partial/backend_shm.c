@@ -62,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/stall.h"
 #include "../engine/nodemem.h"
@@ -93,9 +94,22 @@ typedef struct rank_ctl {
     uint32_t deposit[2]; /* the buffer taken for the slot's round */
     char pad1[LINE - sizeof(atomic_ullong) - 2 * sizeof(uint64_t) - 2 * sizeof(uint32_t)];
     atomic_ullong want;     /* kick once done >= want (0: never) */
-    atomic_ullong consumed; /* rounds whose result this rank copied */
+    atomic_ullong consumed; /* rounds whose result this rank copied, or that
+                               were kept for it (CONS_*) */
     char pad2[LINE - 2 * sizeof(atomic_ullong)];
+    /* the rounds kept for this rank while it was silent, whose data is its
+     * owed buffer: written under CONS_STEAL, read under CONS_BUSY */
+    uint64_t owed_parked;
+    int32_t owed_root;
+    uint32_t owed_flags;
+    char pad3[LINE - sizeof(uint64_t) - 2 * sizeof(int32_t)];
 } rank_ctl_t;
+
+/* consumed = a round count | flags: who handles the next round's result */
+#define CONS_BUSY ((uint64_t)1 << 62)  /* the rank copies it */
+#define CONS_STEAL ((uint64_t)1 << 61) /* another rank keeps it for the rank */
+#define CONS_OWED ((uint64_t)1 << 60)  /* rounds are kept in its owed buffer */
+#define CONS_COUNT(v) ((v) & (CONS_OWED - 1))
 
 /* what a round is: written at activation, copied with the result */
 typedef struct record {
@@ -103,8 +117,9 @@ typedef struct record {
     int32_t root;
     uint32_t flags;
     int32_t has_counted;
-    int32_t unused;
-    /* followed by the bitmap of ranks counted as parked */
+    int32_t left_out; /* results: the ranks the round went on without */
+    /* followed by the bitmap of ranks counted as parked, and in results
+     * the bitmap of the ranks left out (when rounds may go on without one) */
 } record_t;
 
 /* the rounds' shared state, in the node leader's segment */
@@ -118,6 +133,8 @@ typedef struct node_ctl {
     atomic_ullong owner[2];    /* the slot's record is (being) written for owner - 1 */
     atomic_ullong blocked;     /* rounds whose blocked sum woke the ranks behind */
     char pad2[LINE - 6 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
+    atomic_ullong blocked_at;  /* the last of them << 32 | when (ms, 32 bits) */
+    char pad3[LINE - sizeof(atomic_ullong)];
 } node_ctl_t;
 
 typedef struct shm_backend {
@@ -135,6 +152,9 @@ typedef struct shm_backend {
     node_ctl_t *nc;
     unsigned char *record[2], *result[2]; /* result: a record, then the sum (not GROUP) */
     int grouped;      /* GROUP: sums per group, in the leaders' segments */
+    int owing;        /* rounds go on without a silent rank (PCOLL_EXCLUDE_MS):
+                         each rank has an owed buffer after its pending ones */
+    uint32_t exclude_ms;
     int *sum_members; /* the summer's (one at a time: rounds are summed in order) */
     int *own_members; /* the token holder's */
     /* token holder */
@@ -158,6 +178,14 @@ static unsigned char *pending_of(const shm_backend_t *s, int rank, int b)
 static unsigned char *sum_of(const shm_backend_t *s, int leader, int slot)
 {
     return s->grouped ? pending_of(s, leader, 2 + slot) : s->result[slot] + s->rec_bytes;
+}
+
+/* Where the results kept for rank j while it was silent add up. */
+static unsigned char *owed_of(const shm_backend_t *s, int j) { return pending_of(s, j, s->grouped ? 4 : 2); }
+
+static const unsigned char *left_out_bits(const shm_backend_t *s, const unsigned char *res)
+{
+    return ((const record_t *)res)->left_out ? res + sizeof(record_t) + s->base.env.bitmap_bytes : NULL;
 }
 
 /* The smallest member of rank j's group in round r (activated with flags),
@@ -334,6 +362,82 @@ static void sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int
                       env->dtype);
 }
 
+/* ---- going on without a silent rank ----
+ *
+ *   round r's slot still holds r - 2, which rank j has not copied:
+ *     j has had results kept (CONS_OWED), or round r has been blocked on
+ *     it for PCOLL_EXCLUDE_MS: j is silent, and whoever looks keeps the
+ *     result for it: consumed[j] c -> c | STEAL, add (REPLACE: copy) j's
+ *     result of c into its owed buffer, consumed[j] = (c + 1) | OWED
+ *   j copying a result itself: consumed[j] c -> c | BUSY first (a CAS:
+ *     exactly one of them handles round c), or, finding OWED, takes the
+ *     owed buffer as one catch-up delivery of the rounds kept
+ *
+ * A rank's published part is taken as it stands meanwhile (its pending
+ * contribution, or nothing), as for any late rank.  A rank stopped in the
+ * middle of a step (adding, taking a part, summing) still holds its round
+ * up until it goes on: nothing is lost either way. */
+
+static uint32_t clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+/* Keeps rank j's result of round c (still in its slot) in j's owed buffer,
+ * unless j (or another rank) handles it meanwhile; 1 if kept. */
+static int keep_for(shm_backend_t *s, int j, uint64_t c)
+{
+    const pc_backend_env_t *env = &s->base.env;
+    rank_ctl_t *cj = ctl_of(s, j);
+    uint64_t v = atomic_load(&cj->consumed);
+    if (CONS_COUNT(v) != c || (v & (CONS_BUSY | CONS_STEAL)) ||
+        !atomic_compare_exchange_strong(&cj->consumed, &v, v | CONS_STEAL))
+        return 0;
+    PC_SHM_INTERLEAVE("keeping");
+    const unsigned char *res = s->result[c % 2];
+    const record_t *h = (const record_t *)res;
+    int *members = NULL;
+    if (s->grouped && pc_policy_in_groups(&env->policy, c, h->flags)) {
+        members = malloc(sizeof(int) * (size_t)s->P); /* rare: once per round kept */
+        if (!members) {
+            atomic_store(&cj->consumed, v);
+            return 0;
+        }
+    }
+    int lead = members ? leader_of(s, c, h->flags, j, members) : s->local[0];
+    free(members);
+    const unsigned char *src = sum_of(s, lead, (int)(c % 2));
+    unsigned char *owed = owed_of(s, j);
+    int more = (v & CONS_OWED) != 0;
+    if (more && env->mode == PCOLL_ACCUMULATE)
+        pc_reduce_sum(owed, owed, src, env->count + PC_TRAILER, env->dtype);
+    else
+        memcpy(owed, src, env->bytes);
+    cj->owed_root = h->root;
+    cj->owed_flags = (more ? cj->owed_flags : 0) | h->flags;
+    cj->owed_parked = (more ? cj->owed_parked : 0) + (uint64_t)bit_of(s, res, j);
+    atomic_store(&cj->consumed, (c + 1) | CONS_OWED);
+    return 1;
+}
+
+/* Round r is blocked on the ranks that have not copied round r - 2: keeps
+ * it for those that are silent; 1 if none is behind now. */
+static int go_without(shm_backend_t *s, uint64_t r)
+{
+    uint64_t at = atomic_load(&s->nc->blocked_at);
+    int timed = (at >> 32) == ((r + 1) & 0xffffffffu) && clock_ms() - (uint32_t)at >= s->exclude_ms;
+    int clear = 1;
+    for (int i = 0; i < s->nlocal; i++) {
+        int j = s->local[i];
+        uint64_t v = atomic_load(&ctl_of(s, j)->consumed);
+        if (CONS_COUNT(v) >= r - 1) continue;
+        clear &= ((v & CONS_OWED) || timed) && keep_for(s, j, r - 2);
+    }
+    return clear;
+}
+
 /* Sums round r if all this node's parts are in and its result slot is
  * free. */
 static int try_sum(shm_backend_t *s, uint64_t r)
@@ -344,15 +448,18 @@ static int try_sum(shm_backend_t *s, uint64_t r)
     if (atomic_load(&nc->parts[slot]) < (unsigned)s->nlocal) return 0;
     if (r >= 2) { /* the slot holds round r - 2 until every rank has copied it */
         int clear = 1;
-        for (int i = 0; i < s->nlocal; i++) clear &= atomic_load(&ctl_of(s, s->local[i])->consumed) >= r - 1;
+        for (int i = 0; i < s->nlocal; i++)
+            clear &= CONS_COUNT(atomic_load(&ctl_of(s, s->local[i])->consumed)) >= r - 1;
         if (!clear) {
             /* the first to find round r blocked wakes those behind (once:
              * each then copies, helps, and the last of them sums) */
             uint64_t seen = atomic_load(&nc->blocked);
-            if (seen <= r && atomic_compare_exchange_strong(&nc->blocked, &seen, r + 1))
+            if (seen <= r && atomic_compare_exchange_strong(&nc->blocked, &seen, r + 1)) {
+                if (s->owing) atomic_store(&nc->blocked_at, (r + 1) << 32 | clock_ms());
                 for (int i = 0; i < s->nlocal; i++)
-                    if (atomic_load(&ctl_of(s, s->local[i])->consumed) < r - 1) kick(s, s->local[i]);
-            return 0;
+                    if (CONS_COUNT(atomic_load(&ctl_of(s, s->local[i])->consumed)) < r - 1) kick(s, s->local[i]);
+            }
+            if (!s->owing || !go_without(s, r)) return 0;
         }
     }
     uint64_t expect = r;
@@ -363,6 +470,17 @@ static int try_sum(shm_backend_t *s, uint64_t r)
      * read-modify-writes: the release sequence goes on) */
     for (int i = 0; i < s->nlocal; i++) (void)atomic_load(&ctl_of(s, s->local[i])->state);
     memcpy(s->result[slot], s->record[slot], s->rec_bytes);
+    if (s->owing) { /* the ranks whose results are kept: silent still */
+        record_t *h = (record_t *)s->result[slot];
+        unsigned char *bits = s->result[slot] + sizeof(record_t) + env->bitmap_bytes;
+        memset(bits, 0, env->bitmap_bytes);
+        h->left_out = 0;
+        for (int i = 0; i < s->nlocal; i++)
+            if (atomic_load(&ctl_of(s, s->local[i])->consumed) & CONS_OWED) {
+                pc_bit_set(bits, s->local[i]);
+                h->left_out++;
+            }
+    }
     uint32_t flags = ((const record_t *)s->record[slot])->flags;
     if (s->grouped && pc_policy_in_groups(&env->policy, r, flags)) {
         /* one sum per group, kept by its smallest member (GROUP objects
@@ -402,9 +520,8 @@ static int help(shm_backend_t *s)
 
 /* ---- the token holder ---- */
 
-/* Round c's result into buf, with its initiator, flags and whether this
- * rank was counted as parked. */
-static void consume(shm_backend_t *s, uint64_t c, void *buf, int *root, uint32_t *flags, int *parked)
+/* Round c's result into buf, and what env.completed says of it. */
+static void consume(shm_backend_t *s, uint64_t c, void *buf, pc_round_done_t *d)
 {
     const unsigned char *res = s->result[c % 2];
     const record_t *h = (const record_t *)res;
@@ -412,9 +529,25 @@ static void consume(shm_backend_t *s, uint64_t c, void *buf, int *root, uint32_t
         pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
                (unsigned long long)h->round);
     memcpy(buf, sum_of(s, leader_of(s, c, h->flags, s->me, s->own_members), (int)(c % 2)), s->base.env.bytes);
-    *root = h->root;
-    *flags = h->flags;
-    *parked = bit_of(s, res, s->me);
+    *d = (pc_round_done_t){c, c, h->root, h->flags, bit_of(s, res, s->me), left_out_bits(s, res), 0};
+}
+
+/* Claims the next round's result for this rank to copy (0), or finds that
+ * rounds were kept for it while it was silent: then the rounds up to
+ * *upto, whose sum (REPLACE: the last) the owed buffer holds (1). */
+static int claim_next(shm_backend_t *s, uint64_t *upto)
+{
+    rank_ctl_t *c = ctl_of(s, s->me);
+    uint64_t v = atomic_load(&c->consumed);
+    for (;;) {
+        if (v & CONS_STEAL) { /* a rank keeps a result for this one: short */
+            sched_yield();
+            v = atomic_load(&c->consumed);
+        } else if (atomic_compare_exchange_weak(&c->consumed, &v, CONS_COUNT(v) | CONS_BUSY)) {
+            *upto = CONS_COUNT(v);
+            return (v & CONS_OWED) != 0;
+        }
+    }
 }
 
 /* The node leader's part when the ranks span nodes: pass the rounds this
@@ -456,16 +589,22 @@ static int poll_rounds(shm_backend_t *s)
                 env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the result of a round");
                 return did;
             }
-            int root, parked;
-            uint32_t flags;
-            uint64_t c = s->completed++;
-            consume(s, c, buf, &root, &flags, &parked);
-            env->completed(env->owner, c, buf, root, flags, parked); /* may close us (the last round) */
+            pc_round_done_t d;
+            uint64_t upto, c = s->completed;
+            if (s->owing && claim_next(s, &upto)) { /* back from silence: what was kept, at once */
+                const rank_ctl_t *mine = ctl_of(s, s->me);
+                memcpy(buf, owed_of(s, s->me), env->bytes);
+                d = (pc_round_done_t){c, upto - 1, mine->owed_root, mine->owed_flags, (int)mine->owed_parked, NULL, 1};
+            } else {
+                consume(s, c, buf, &d);
+            }
+            s->completed = d.round + 1;
+            env->completed(env->owner, &d, buf); /* may close us (the last round) */
             PC_SHM_INTERLEAVE("completed");
             /* the slot may be summed into again: after the round's observer
              * and delivery, so that whatever another rank sees of a later
              * round comes after them */
-            atomic_store(&ctl_of(s, s->me)->consumed, c + 1);
+            atomic_store(&ctl_of(s, s->me)->consumed, d.round + 1);
             did++;
         }
         /* returns at once unless a round runs; a round it summed is
@@ -538,6 +677,14 @@ static int activate_hook(void *arg, uint64_t r, int root, uint32_t flags, const 
 
 static void shm_kick(pc_backend_t *b) { poll_rounds(S(b)); }
 
+/* A waiting thread's look (backend.h): a round blocked on a silent rank
+ * goes on without it from here; this rank's holder completes it. */
+static void shm_nudge(pc_backend_t *b)
+{
+    shm_backend_t *s = S(b);
+    if (help(s)) s->sig.mark(s->sig.arg);
+}
+
 static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
 {
     shm_backend_t *s = S(b);
@@ -587,7 +734,7 @@ static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
         uint64_t st = atomic_load(&ctl_of(s, j)->state);
         if ((st >> ST_SHIFT) == r && (st & ST_ADDING))
             pc_probe_fallback(p, j, "it is adding its contribution to the round (its process may be stopped)");
-        else if (r >= 2 && atomic_load(&ctl_of(s, j)->consumed) < r - 1)
+        else if (r >= 2 && CONS_COUNT(atomic_load(&ctl_of(s, j)->consumed)) < r - 1)
             pc_probe_fallback(p, j, "it has not copied an earlier round's result (its process may be stopped)");
     }
 }
@@ -625,7 +772,7 @@ static void shm_destroy(pc_backend_t *b)
         .name = label, .contribute = shm_contribute, .waiting = shm_waiting, .want = shm_want, .done = shm_done,       \
         .activated = shm_activated, .open = shm_open, .activate = shm_activate, .kick = shm_kick,                      \
         .message = shm_message, .close = shm_close, .stop = shm_stop, .describe = shm_describe, .gave = shm_gave,      \
-        .destroy = shm_destroy,                                                                                        \
+        .destroy = shm_destroy, .nudge = shm_nudge,                                                                    \
     }
 static const pc_backend_ops_t shm_ops = SHM_OPS("shared-memory");
 static const pc_backend_ops_t hier_ops = SHM_OPS("hierarchical");
@@ -652,15 +799,22 @@ static int is_grouped(const pc_backend_env_t *env)
     return env->policy.kind == PCOLL_PARTIAL_GROUP && env->policy.group_size < env->P;
 }
 
+/* results also list the ranks left out when rounds may go without one */
+static size_t record_bytes(const pc_backend_env_t *env)
+{
+    return ROUND_UP(sizeof(record_t) + (env->exclude_ns ? 2 : 1) * env->bitmap_bytes);
+}
+
 size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads)
 {
     int grouped = is_grouped(env);
-    size_t stride = ROUND_UP(env->bytes), rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
+    size_t stride = ROUND_UP(env->bytes), rec_bytes = record_bytes(env);
     /* the node leader's segment also holds the rounds' state, records and
      * results (zeroed: nothing activated); a GROUP object's ranks hold the
-     * sums of the groups they lead */
-    size_t sums = grouped ? 2 * stride : 0;
-    return sizeof(rank_ctl_t) + 2 * stride + sums +
+     * sums of the groups they lead; every rank an owed buffer when rounds
+     * may go on without it */
+    size_t sums = grouped ? 2 * stride : 0, owed = env->exclude_ns ? stride : 0;
+    return sizeof(rank_ctl_t) + 2 * stride + sums + owed +
            (leads ? sizeof(node_ctl_t) + 4 * rec_bytes + (grouped ? 0 : 2 * stride) : 0);
 }
 
@@ -673,9 +827,11 @@ static void place(shm_backend_t *s, const pc_backend_env_t *env, void **seg, con
     s->sig = *sig;
     s->data_bytes = env->count * env->esize;
     s->stride = ROUND_UP(env->bytes);
-    s->rec_bytes = ROUND_UP(sizeof(record_t) + env->bitmap_bytes);
+    s->rec_bytes = record_bytes(env);
     s->grouped = is_grouped(env);
-    s->nc = (node_ctl_t *)pending_of(s, s->local[0], s->grouped ? 4 : 2);
+    s->owing = env->exclude_ns > 0;
+    s->exclude_ms = (uint32_t)(env->exclude_ns / 1000000u);
+    s->nc = (node_ctl_t *)pending_of(s, s->local[0], (s->grouped ? 4 : 2) + s->owing);
     s->record[0] = (unsigned char *)(s->nc + 1);
     s->record[1] = s->record[0] + s->rec_bytes;
     s->result[0] = s->record[1] + s->rec_bytes;

@@ -122,12 +122,25 @@ static void on_activated(void *owner, uint64_t round, int root, uint32_t flags)
     decide(p);
 }
 
-/* Round r is complete here, its result (trailer: totals) in buf, which this
- * takes over: observer, delivered, waiters; then, if it was the last round,
- * the end of the object's traffic. */
-static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t flags, int parked)
+/* The ranks of a left-out bitmap into out (room for P); their number. */
+static int left_out_ranks(const pcoll_partial_t *p, const unsigned char *bits, int *out)
+{
+    int n = 0;
+    for (int j = 0; bits && j < p->P; j++)
+        if (pc_bit_get(bits, j)) out[n++] = j;
+    return n;
+}
+
+/* Round r is complete here (or rounds dn->first..r, kept while this rank
+ * was silent), its result (trailer: totals) in buf, which this takes over:
+ * observer, delivered, waiters; then, if it was the last round, the end of
+ * the object's traffic. */
+static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
 {
     pcoll_partial_t *p = owner;
+    uint64_t r = dn->round;
+    int root = dn->root, parked = dn->parked;
+    uint32_t flags = dn->flags;
     int64_t active, contribs;
     pc_trailer_get(&p->be->env, buf, &active, &contribs);
     PC_DEBUG("partial ch%u: round %llu done, flags %u", p->base.channel, (unsigned long long)r, flags);
@@ -143,10 +156,12 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
                     (flags & PC_ROUND_SYNC) != 0, (flags & PC_ROUND_STANDIN) != 0, grouped ? p->round_group : NULL,
                     grouped ? n : 0);
     }
+    int n_left = left_out_ranks(p, dn->left_out, p->left_out_h);
     if (obs) {
         pcoll_round_t info = {r,       root,     (flags & PC_ROUND_STANDIN) != 0,
                               (int)active, (uint64_t)contribs, (flags & PC_ROUND_SYNC) != 0,
-                              buf,     p->count, p->dtype, n, p->round_group};
+                              buf,     p->count, p->dtype, n, p->round_group, n_left, p->left_out_h, dn->first,
+                              dn->catch_up};
         obs(&info, obs_arg);
     }
 
@@ -156,7 +171,7 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
     if (d->rounds == 0) {
         spare = p->delivered; /* empty: the round's buffer becomes delivered */
         p->delivered = buf;
-        d->first = r;
+        d->first = dn->first;
         d->active_min = (int)active;
     } else if (p->cfg.mode == PCOLL_ACCUMULATE) {
         pc_reduce_sum(p->delivered, p->delivered, buf, p->count, p->dtype);
@@ -165,8 +180,12 @@ static void on_completed(void *owner, uint64_t r, void *buf, int root, uint32_t 
         spare = p->delivered; /* REPLACE: the latest result wins */
         p->delivered = buf;
     }
-    d->rounds++;
+    d->rounds += r - dn->first + 1;
     d->last = r;
+    if (n_left > 0) d->left_out_rounds++;
+    if (dn->catch_up) d->caught_up += r - dn->first + 1;
+    d->n_left_out = n_left;
+    memcpy(p->left_out_d, p->left_out_h, sizeof(int) * (size_t)n_left);
     d->active_last = (int)active;
     if ((int)active < d->active_min) d->active_min = (int)active;
     d->active_total += (uint64_t)active;
@@ -215,6 +234,7 @@ void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
     env->policy = p->policy;
     env->obj = &p->base;
     env->bitmap_bytes = p->bitmap_bytes;
+    env->exclude_ns = (uint64_t)p->base.ctx->exclude_ms * 1000000u;
     env->owner = p;
     env->activated = on_activated;
     env->completed = on_completed;

@@ -28,6 +28,8 @@ typedef struct pc_delivery {
     uint64_t active_total, contributions, contributions_last;
     int root_last, sync_last;
     uint64_t parked; /* rounds that counted this rank as parked elsewhere */
+    uint64_t left_out_rounds, caught_up;
+    int n_left_out;  /* the last round's, listed in the object's left_out_d */
 } pc_delivery_t;
 
 struct pcoll_partial {
@@ -56,6 +58,8 @@ struct pcoll_partial {
     } tl;
     void *delivered;             /* (L) results not yet collected */
     pc_delivery_t dmeta;         /* (L) what `delivered` holds */
+    int *left_out_d;             /* (L) P ints: its last round's left-out ranks */
+    int *left_out;               /* application: P ints, info.left_out */
     void **pool;                 /* (L) spare buffers */
     int npool, cappool;
     pcoll_round_observer_t observer; /* (L) */
@@ -71,6 +75,7 @@ struct pcoll_partial {
 
     /* ---- token holder ---- */
     int *scratch;                /* (H) P ints for the policy */
+    int *left_out_h;             /* (H) P ints: a completed round's left-out ranks */
     int *round_group;            /* (H) P ints: a completed round's members */
     int *group;                  /* application: the last round's members (info.group) */
     int group_all;               /* application: group lists every rank */

@@ -181,6 +181,9 @@ static void destroy(pcoll_partial_t *p)
     free(p->scratch);
     free(p->group);
     free(p->round_group);
+    free(p->left_out_h);
+    free(p->left_out_d);
+    free(p->left_out);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -288,7 +291,11 @@ static int new_object(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     p->scratch = malloc(sizeof(int) * (size_t)p->P);
     p->group = malloc(sizeof(int) * (size_t)p->P);
     p->round_group = malloc(sizeof(int) * (size_t)p->P);
-    if (rc == PCOLL_SUCCESS && (!p->delivered || !p->scratch || !p->group || !p->round_group ||
+    p->left_out_h = malloc(sizeof(int) * (size_t)p->P);
+    p->left_out_d = malloc(sizeof(int) * (size_t)p->P);
+    p->left_out = malloc(sizeof(int) * (size_t)p->P);
+    if (rc == PCOLL_SUCCESS && (!p->delivered || !p->scratch || !p->group || !p->round_group || !p->left_out_h ||
+                                !p->left_out_d || !p->left_out ||
                                 (p->is_leader && pc_leader_init(&p->leader, &p->policy) != 0)))
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the buffers of %zu elements", count);
     return rc;
@@ -396,12 +403,23 @@ static void describe(void *arg, pc_stall_probe_t *probe)
     pc_driver_describe(w->p, w->type, w->round, probe);
 }
 
+static void nudge(void *arg)
+{
+    pcoll_partial_t *p = arg;
+    p->be->ops->nudge(p->be);
+}
+
 /* Waits for w as a blocking call about this object (the other objects may
  * count this rank as parked meanwhile). */
 static int wait_for(pcoll_partial_t *p, wait_target_t *w, const char *fn)
 {
     p->be->ops->want(p->be, w->rounds ? w->rounds : atomic_load(&p->rounds_completed) + 1);
-    pc_wait_t wait = {fn, reached, w, describe, w, p->base.id, p->base.channel, p->needs_park};
+    pc_wait_t wait = {.fn = fn, .done = reached, .arg = w, .describe = describe, .describe_arg = w, .object = p->base.id, .channel = p->base.channel, .object_watches = p->needs_park};
+    if (p->be->ops->nudge && p->be->env.exclude_ns) { /* rounds may go on without a silent rank */
+        wait.nudge = nudge;
+        wait.nudge_arg = p;
+        wait.nudge_s = (double)p->be->env.exclude_ns * 1e-9 / 4;
+    }
     int rc = pc_block(p->base.ctx, &wait);
     p->be->ops->want(p->be, 0);
     if (rc == PCOLL_SUCCESS) rc = pc_fault_raise(&p->base.fault, fn);
@@ -472,6 +490,7 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
     own = own || atomic_load(&p->rounds_completed) > taken;
     void *d = p->delivered;
     pc_delivery_t m = p->dmeta;
+    memcpy(p->left_out, p->left_out_d, sizeof(int) * (size_t)m.n_left_out);
     if (fresh) {
         p->delivered = fresh;
         memset(&p->dmeta, 0, sizeof p->dmeta);
@@ -500,6 +519,10 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
         info->root = m.root_last;
         info->synchronous = m.sync_last;
         info->parked = m.parked;
+        info->left_out_rounds = m.left_out_rounds;
+        info->caught_up = m.caught_up;
+        info->n_left_out = m.n_left_out;
+        info->left_out = m.n_left_out > 0 ? p->left_out : NULL;
         info->group_size = 0;
         info->group = NULL;
         if (m.rounds > 0) {

@@ -220,7 +220,7 @@ static int flag_set(void *arg)
 int pc_preduce_wait(pcoll_preduce_t *o, int *flag, int any_mail, const char *fn)
 {
     flag_wait_t w = {o, flag, any_mail};
-    pc_wait_t wait = {fn, flag_set, &w, describe, o, o->base.id, o->base.channel, 0};
+    pc_wait_t wait = {.fn = fn, .done = flag_set, .arg = &w, .describe = describe, .describe_arg = o, .object = o->base.id, .channel = o->base.channel};
     int rc = pc_block(o->base.ctx, &wait);
     if (rc == PCOLL_SUCCESS) rc = pc_fault_raise(&o->base.fault, fn);
     return rc;

@@ -26,6 +26,14 @@
  *               group's sum; over the groups and rounds, conservation as
  *               ACCUMULATE;
  * and every rank completes every round, in order, with the same result.
+ *
+ * Frozen ranks (the runs with PCOLL_EXCLUDE_MS's mechanism on): now and
+ * then both threads of one rank stop at their next step for a while, as a
+ * SIGSTOPped process would; the others' rounds go on without it (its
+ * results kept), and it catches up at once when it goes on: a catch-up
+ * must equal the sum (REPLACE: the last) of what the others completed for
+ * those rounds, and conservation must hold as above.
+ *
  * Nothing may hang: a watchdog fails the test when all the runs together
  * take longer than their budget (argv[2] seconds, 300 by default).
  *
@@ -67,8 +75,21 @@ static unsigned rnd(void)
     return rng_state >> 8;
 }
 
+static _Thread_local int my_rank = -1;
+static atomic_int frozen = -1; /* the rank whose threads stop at their next step */
+
+/* a frozen rank's threads wait here until it is let go */
+static void stop_if_frozen(void)
+{
+    while (my_rank >= 0 && atomic_load(&frozen) == my_rank) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void interleave(void)
 {
+    stop_if_frozen();
     unsigned r = rnd() % 64;
     if (r < 16)
         sched_yield();
@@ -88,6 +109,9 @@ typedef struct round {
     double part[MAXP]; /* what it took from each rank (its elements) */
     int64_t contributions, active;
     int root;
+    int64_t kept_from; /* -1, or a catch-up: the rounds kept_from..this one,
+                          whose sum (REPLACE: the last) part[] etc. hold;
+                          its earlier rounds say kept_from too, and hold 0 */
 } round_t;
 
 typedef struct rank {
@@ -136,28 +160,35 @@ static void env_activated(void *owner, uint64_t round, int root, uint32_t flags)
     (void)root;
     (void)flags;
 }
-static void env_completed(void *owner, uint64_t round, void *buf, int root, uint32_t flags, int parked)
+static atomic_llong catch_ups, left_outs;
+
+static void env_completed(void *owner, const pc_round_done_t *d, void *buf)
 {
     rank_t *rk = owner;
-    (void)flags;
-    (void)parked;
     uint64_t c = atomic_load(&rk->completed);
-    TCHECK(round == c); /* in order, once */
-    TCHECK(root >= 0 && root < P);
-    if (c == rk->cap) {
+    TCHECK(d->first == c && d->round >= c); /* in order, once */
+    TCHECK(d->catch_up || d->first == d->round);
+    TCHECK(d->root >= 0 && d->root < P);
+    while (d->round >= rk->cap) {
         rk->cap = rk->cap ? 2 * rk->cap : 1024;
         rk->rounds = realloc(rk->rounds, sizeof(round_t) * rk->cap);
         TCHECK(rk->rounds != NULL);
     }
-    round_t *x = &rk->rounds[c];
-    memset(x, 0, sizeof *x);
+    for (uint64_t r = c; r <= d->round; r++) {
+        memset(&rk->rounds[r], 0, sizeof(round_t));
+        rk->rounds[r].kept_from = d->catch_up ? (int64_t)c : -1;
+    }
+    round_t *x = &rk->rounds[d->round];
     const double *res = buf;
     for (int o = 0; o < P; o++) x->part[o] = res[o];
     for (int i = P; i < COUNT; i++) TCHECK(res[i] == res[i % P]); /* whole contributions, never torn */
     pc_trailer_get(&rk->env, buf, &x->active, &x->contributions);
-    x->root = root;
+    x->root = d->root;
+    if (d->catch_up) atomic_fetch_add(&catch_ups, 1);
+    TCHECK(!d->left_out || rk->env.exclude_ns); /* only rounds that may go on without a rank leave one out */
+    if (d->left_out) atomic_fetch_add(&left_outs, 1);
     free(buf);
-    atomic_store(&rk->completed, c + 1);
+    atomic_store(&rk->completed, d->round + 1);
 }
 static void env_drained(void *owner) { (void)owner; }
 static void env_failed(void *owner, int status, const char *what)
@@ -182,9 +213,11 @@ static int choose_waiting(void *arg, uint64_t taken)
 static void *app_thread(void *arg)
 {
     rank_t *rk = arg;
+    my_rank = rk->me;
     rng_state = 1000u + (unsigned)rk->me;
     double *v = calloc(COUNT, sizeof(double));
     for (int k = 0; k < K; k++) {
+        stop_if_frozen();
         double x = (double)(rk->me * K + k + 1);
         for (int i = rk->me; i < COUNT; i += P) v[i] = x;
         rk->b->ops->contribute(rk->b, v, choose_waiting, NULL);
@@ -212,13 +245,17 @@ static void *app_thread(void *arg)
 static void *holder_thread(void *arg)
 {
     rank_t *rk = arg;
+    my_rank = rk->me;
     rng_state = 2000u + (unsigned)rk->me;
     pc_backend_t *b = rk->b;
     b->ops->open(b);
     TCHECK(atomic_load(&rk->listening));
     int final_mine = 0;
     while (!atomic_load(&stop_holders)) {
+        stop_if_frozen();
         if (atomic_exchange(&rk->kicked, 0)) b->ops->kick(b);
+        /* as a waiting application would, every so often */
+        if (rk->env.exclude_ns && rnd() % 16 == 0) b->ops->nudge(b);
         uint64_t a = b->ops->activated(b), d = b->ops->done(b);
         int fin = atomic_load(&finishing);
         /* at most two rounds activated and not done (the driver's window) */
@@ -274,7 +311,12 @@ static void watchdog(int sig)
     _exit(2);
 }
 
-static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind)
+/* whether ranks[j] completed round r itself, not in a catch-up */
+static int saw(int j, uint64_t r) { return ranks[j].rounds[r].kept_from < 0; }
+
+/* freeze: ranks stop now and then for freeze_ms, and rounds go on without a
+ * rank silent for 2 ms */
+static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, int freeze_ms)
 {
     P = nranks;
     mode = m;
@@ -305,6 +347,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind)
         e->policy = policy;
         e->obj = &object;
         e->bitmap_bytes = (size_t)(P + 7) / 8;
+        e->exclude_ns = freeze_ms ? 2000000 : 0;
         e->owner = rk;
         e->activated = env_activated;
         e->completed = env_completed;
@@ -328,10 +371,26 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind)
         CHECK(pthread_create(&ranks[j].holder, NULL, holder_thread, &ranks[j]) == 0);
         CHECK(pthread_create(&ranks[j].app, NULL, app_thread, &ranks[j]) == 0);
     }
+    atomic_store(&catch_ups, 0);
+    atomic_store(&left_outs, 0);
+    int freezes = 0;
     for (int j = 0; j < P; j++)
         while (!atomic_load(&ranks[j].app_done)) {
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
+            if (freeze_ms && rnd() % 8 == 0) { /* one rank stops for freeze_ms */
+                int x = (int)(rnd() % (unsigned)P);
+                atomic_store(&frozen, x);
+                struct timespec f = {0, freeze_ms * 1000000L};
+                nanosleep(&f, NULL);
+                atomic_store(&frozen, -1);
+                freezes++;
+                /* one silent rank at a time: the next freeze waits until
+                 * this one took what was kept for it */
+                const shm_backend_t *s = (const shm_backend_t *)ranks[x].b;
+                while ((atomic_load(&ctl_of(s, x)->consumed) & CONS_OWED) && !atomic_load(&ranks[x].app_done))
+                    sched_yield();
+            }
         }
     atomic_store(&finishing, 1);
     /* every rank completes every round up to the last */
@@ -346,24 +405,48 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind)
         CHECK(atomic_load(&ranks[j].completed) == rounds);
         given += ranks[j].given;
     }
+    round_t kept[MAXP]; /* per rank: what its catch-up in progress should hold */
+    memset(kept, 0, sizeof kept);
     for (uint64_t r = 0; r < rounds; r++) {
-        CHECK(ranks[0].rounds[r].root >= 0);
         for (int j = 0; j < P; j++) {
             /* the rank's group in round r sums its members' parts; every
-             * member got the same */
+             * member got the same, or has it in a catch-up */
             int members[MAXP], n = P;
             if (kind == PCOLL_PARTIAL_GROUP)
                 n = pc_policy_members(&policy, r, 0, j, members);
             else
                 for (int i = 0; i < P; i++) members[i] = i;
-            const round_t *x = &ranks[j].rounds[r], *lead = &ranks[members[0]].rounds[r];
-            CHECK(memcmp(x, lead, sizeof *x) == 0);
-            CHECK(x->active >= 0 && x->active <= n);
+            int ref = -1; /* a member that completed round r itself */
+            for (int i = 0; i < n && ref < 0; i++)
+                if (saw(members[i], r)) ref = members[i];
+            CHECK(ref >= 0); /* one rank is frozen at a time */
+            const round_t *x = &ranks[j].rounds[r], *lead = &ranks[ref].rounds[r];
+            CHECK(lead->root >= 0);
+            if (!saw(j, r)) {
+                round_t *k = &kept[j];
+                if ((int64_t)r == x->kept_from) memset(k, 0, sizeof *k);
+                int last = r + 1 == rounds || ranks[j].rounds[r + 1].kept_from != x->kept_from;
+                if (mode == PCOLL_ACCUMULATE) {
+                    for (int o = 0; o < P; o++) k->part[o] += lead->part[o];
+                    k->contributions += lead->contributions;
+                    k->active += lead->active;
+                } else {
+                    *k = *lead;
+                }
+                if (last) {
+                    CHECK(memcmp(x->part, k->part, sizeof k->part) == 0);
+                    CHECK(x->contributions == k->contributions && x->active == k->active);
+                }
+            } else {
+                CHECK(memcmp(x, lead, sizeof *x) == 0);
+            }
+            CHECK(lead->active >= 0 && lead->active <= n);
+            x = lead;
             int in_group[MAXP] = {0};
             for (int i = 0; i < n; i++) in_group[members[i]] = 1;
             for (int o = 0; o < P; o++)
                 if (!in_group[o]) CHECK(x->part[o] == 0);
-            if (j != members[0]) continue; /* one look per group */
+            if (j != ref) continue; /* one look per group */
             counted += x->contributions;
             for (int i = 0; i < n; i++) {
                 int o = members[i];
@@ -384,9 +467,15 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind)
     } else {
         for (int j = 0; j < P; j++) CHECK(last_seen[j] == j * K + K); /* the last round holds the last */
     }
-    printf("  P=%d %-10s %-7s %llu rounds, %lld contributions: every one accounted for\n", P,
+    printf("  P=%d %-10s %-7s %llu rounds, %lld contributions: every one accounted for", P,
            mode == PCOLL_ACCUMULATE ? "accumulate" : "replace", pc_policy_kind_name(kind), (unsigned long long)rounds,
            (long long)given);
+    if (freeze_ms) {
+        printf("; %d freezes of %d ms, %lld catch-ups, %lld rounds completed with a rank left out", freezes,
+               freeze_ms, (long long)atomic_load(&catch_ups), (long long)atomic_load(&left_outs));
+        CHECK(atomic_load(&catch_ups) > 0 && atomic_load(&left_outs) > 0); /* rounds went on without a frozen rank */
+    }
+    printf("\n");
     for (int j = 0; j < P; j++) {
         free(ranks[j].rounds);
         ranks[j].b->ops->destroy(ranks[j].b);
@@ -402,11 +491,14 @@ int main(int argc, char **argv)
     if (argc > 2 && atoi(argv[2]) > 0) budget_s = (unsigned)atoi(argv[2]);
     alarm(budget_s);
     rng_state = 1;
-    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_QUORUM);
-    run(5, PCOLL_ACCUMULATE, PCOLL_PARTIAL_QUORUM);
-    run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM);
-    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP);
-    run(2, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO);
+    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_QUORUM, 0);
+    run(5, PCOLL_ACCUMULATE, PCOLL_PARTIAL_QUORUM, 0);
+    run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM, 0);
+    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP, 0);
+    run(2, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO, 0);
+    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO, 10);
+    run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM, 10);
+    run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP, 10);
     printf("test_shm_protocol: %ld checks passed\n", checks);
     return 0;
 }

@@ -37,6 +37,10 @@ typedef struct exchange_info {
     int own_included;       /* this call's gradient is in the delivered sum */
     int active;             /* ranks active in the last round (sync: P) */
     uint64_t contributions; /* contributions summed in the delivered rounds */
+    uint64_t left_out_rounds; /* partial: delivered rounds that went on without
+                               a silent rank (PCOLL_EXCLUDE_MS) */
+    uint64_t caught_up;     /* partial: delivered rounds kept for this rank
+                               while it was silent */
     uint64_t iteration;     /* preduce: the steps this rank stands at after the
                                exchange, its group's largest iteration (more
                                than its own if it averaged with ranks ahead

@@ -25,6 +25,8 @@ static void fill_info(const pcoll_partial_info_t *pi, exchange_info_t *info)
     info->own_included = pi->own_included;
     info->active = pi->active;
     info->contributions = pi->contributions;
+    info->left_out_rounds = pi->left_out_rounds;
+    info->caught_up = pi->caught_up;
 }
 
 /* update holds the delivered sum: make it sum / P, or zeros when no round

@@ -78,6 +78,10 @@ void report_summary(FILE *out, const train_result_t *r)
                      "steps/s meanwhile, %.1f in as long before it; its next step ended %.3f s after SIGCONT\n",
                 r->opts.inject_rank, r->stop_s, r->opts.inject_step, r->others_steps_per_s_during,
                 r->others_steps_per_s_before, r->resume_step_s);
+    if (r->left_out_rounds || r->caught_up)
+        fprintf(out, "left out: up to %llu rounds at a rank went on without a silent rank (PCOLL_EXCLUDE_MS); %llu "
+                     "rounds were kept for silent ranks and delivered when they went on\n",
+                (unsigned long long)r->left_out_rounds, (unsigned long long)r->caught_up);
     if (r->shrinks)
         fprintf(out, "failure: ranks died at step %llu; %d of %d ranks went on after %.2f s in pcoll_shrink and the "
                      "rebuild (%d shrink%s)\n",
@@ -171,6 +175,10 @@ int report_json(const char *path, const train_result_t *r)
         tool_json_int(&j, "contributions_made", (long long)r->contributions_made);
         tool_json_int(&j, "contributions_delivered_min", (long long)r->contributions_delivered_min);
         tool_json_int(&j, "contributions_delivered_max", (long long)r->contributions_delivered_max);
+    }
+    if (r->left_out_rounds || r->caught_up) {
+        tool_json_int(&j, "left_out_rounds", (long long)r->left_out_rounds);
+        tool_json_int(&j, "caught_up_rounds", (long long)r->caught_up);
     }
     tool_json_str(&j, "imbalance", r->imbalance);
     tool_json_int(&j, "steps", (long long)r->steps);

@@ -91,6 +91,7 @@ typedef struct run {
     /* gradient exchanges: this rank's gradients handed to the exchange, and
        the contributions summed in what it delivered here */
     uint64_t contributed, delivered_contributions;
+    uint64_t left_out_rounds, caught_up; /* delivered here (exchange_info_t) */
 } run_t;
 
 /* Every rank learns whether the setup succeeded everywhere; if not, every rank
@@ -505,6 +506,8 @@ static void apply_delivery(run_t *r, const exchange_info_t *info, double lr, epo
        momentum, or a rank that is often late would train differently */
     if (!count_delivery(info, st)) return;
     r->delivered_contributions += info->contributions;
+    r->left_out_rounds += info->left_out_rounds;
+    r->caught_up += info->caught_up;
     if (exchange_averages_models(r->ex)) { /* the new model: swapped in, not copied */
         float *t = r->params;
         r->params = r->update;
@@ -1021,6 +1024,13 @@ static void summarize(run_t *r, train_result_t *res, double wall)
     uint64_t c[3] = {r->contributed, r->delivered_contributions, UINT64_MAX - r->delivered_contributions}, call[3];
     check_mpi(MPI_Allreduce(c, call, 1, MPI_UINT64_T, MPI_SUM, r->comm), "MPI_Allreduce", r->rank);
     check_mpi(MPI_Allreduce(c + 1, call + 1, 2, MPI_UINT64_T, MPI_MAX, r->comm), "MPI_Allreduce", r->rank);
+    /* rounds that went on without a silent rank: the most any rank saw;
+     * rounds kept for a silent rank: summed over the ranks */
+    uint64_t lo[2] = {r->left_out_rounds, 0}, caught = r->caught_up;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &caught, 1, MPI_UINT64_T, MPI_SUM, r->comm), "MPI_Allreduce", r->rank);
+    check_mpi(MPI_Allreduce(lo, lo + 1, 1, MPI_UINT64_T, MPI_MAX, r->comm), "MPI_Allreduce", r->rank);
+    res->left_out_rounds = lo[1];
+    res->caught_up = caught;
     res->contributions_made = call[0];
     res->contributions_delivered_max = call[1];
     res->contributions_delivered_min = UINT64_MAX - call[2];

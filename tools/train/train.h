@@ -139,6 +139,7 @@ typedef struct train_result {
        contributions summed in what a rank got delivered (flush included);
        all three equal: nothing lost, nothing counted twice */
     uint64_t contributions_made, contributions_delivered_min, contributions_delivered_max;
+    uint64_t left_out_rounds, caught_up; /* partial: see the JSON keys */
     int models_exchanged;    /* a model exchange (wagma, preduce): no such counts */
     uint64_t rounds_delivered; /* rounds this rank received in all (flush included):
                                   the same at every rank unless a round was lost */
