@@ -18,8 +18,9 @@ typedef struct partial {
 
 typedef struct partial_info {
     PyObject_HEAD
-    pcoll_partial_info_t info; /* info.group is not kept: see `group` */
+    pcoll_partial_info_t info; /* info.group, info.left_out are not kept: see below */
     PyObject *group;           /* tuple */
+    PyObject *left_out;        /* tuple */
 } partial_info_t;
 
 static PyTypeObject PartialInfoType;
@@ -32,8 +33,11 @@ static PyObject *info_new(const pcoll_partial_info_t *in)
     if (!i) return NULL;
     i->info = *in;
     i->info.group = NULL;
+    i->info.left_out = NULL;
+    i->left_out = NULL;
     i->group = pcpy_int_tuple(in->group, in->group ? in->group_size : 0);
-    if (!i->group) {
+    if (i->group) i->left_out = pcpy_int_tuple(in->left_out, in->left_out ? in->n_left_out : 0);
+    if (!i->group || !i->left_out) {
         Py_DECREF(i);
         return NULL;
     }
@@ -43,6 +47,7 @@ static PyObject *info_new(const pcoll_partial_info_t *in)
 static void info_dealloc(partial_info_t *i)
 {
     Py_XDECREF(i->group);
+    Py_XDECREF(i->left_out);
     PyObject_Free(i);
 }
 
@@ -77,6 +82,14 @@ INFO_BOOL(synchronous)
 INFO_U64(parked)
 INFO_INT(group_size)
 INFO_U64(last_contributions)
+INFO_U64(left_out_rounds)
+INFO_U64(caught_up)
+
+static PyObject *get_left_out(partial_info_t *i, void *c)
+{
+    (void)c;
+    return Py_NewRef(i->left_out);
+}
 
 static PyObject *get_group(partial_info_t *i, void *c)
 {
@@ -100,6 +113,9 @@ static PyGetSetDef info_getset[] = {
     G(group_size, "the ranks whose data the last round summed here"),
     G(group, "their ranks (a tuple, increasing)"),
     G(last_contributions, "contributions summed into the last round"),
+    G(left_out_rounds, "covered rounds that went on without a silent rank (PCOLL_EXCLUDE_MS)"),
+    G(caught_up, "covered rounds kept for this rank while it was silent, delivered when it answered again"),
+    G(left_out, "the ranks the last covered round went on without (a tuple, increasing)"),
     {NULL, NULL, NULL, NULL, NULL},
 };
 #undef G

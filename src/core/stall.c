@@ -355,7 +355,7 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w)
         if (timeout > 0 && (next < 0 || timeout < next)) next = timeout;
         if (nudge > 0 && (next < 0 || nudge_at < next)) next = nudge_at;
         double left_us = next < 0 ? -1.0 : t0 < 0 ? next * 1e6 : (t0 + next - now_s()) * 1e6;
-        if (left_us >= 0 && left_us < 1) left_us = 1;
+        if (next >= 0 && left_us < 1) left_us = 1; /* a deadline passed (a probe or a nudge took long): look now */
         double began_us;
         if (pc_engine_wait_for(ctx->engine, w->done, w->arg, left_us, &began_us)) break;
         double now = now_s();

@@ -151,6 +151,10 @@ typedef struct pc_backend_ops {
     /* The object is taken down without its last round (a create that
      * failed after open): stop answering kicks (NULL: nothing to stop). */
     void (*stop)(pc_backend_t *b);
+    /* 1 if rank's progress engine is known to be silent (rounds go on
+     * without it); with probe, also asks it, and says 1 once a question has
+     * gone unanswered for env.exclude_ns (NULL: never silent). */
+    int (*silent)(pc_backend_t *b, int rank, int probe);
     /* Stall report: what the data phase of round r waits for. */
     void (*describe)(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p);
     /* The ranks whose parts round r (activated here) sums at this rank,

@@ -103,6 +103,10 @@ typedef struct rank_ctl {
     int32_t owed_root;
     uint32_t owed_flags;
     char pad3[LINE - sizeof(uint64_t) - 2 * sizeof(int32_t)];
+    /* is its progress engine alive: others add to ping and kick it, its
+     * holder copies ping into pong */
+    atomic_ullong ping, pong;
+    char pad4[LINE - 2 * sizeof(atomic_ullong)];
 } rank_ctl_t;
 
 /* consumed = a round count | flags: who handles the next round's result */
@@ -155,6 +159,8 @@ typedef struct shm_backend {
     int owing;        /* rounds go on without a silent rank (PCOLL_EXCLUDE_MS):
                          each rank has an owed buffer after its pending ones */
     uint32_t exclude_ms;
+    uint64_t *pinged;  /* per rank: the ping this rank asked it (0: none) */
+    uint32_t *ping_ms; /* and when */
     int *sum_members; /* the summer's (one at a time: rounds are summed in order) */
     int *own_members; /* the token holder's */
     /* token holder */
@@ -582,6 +588,11 @@ static int poll_rounds(shm_backend_t *s)
 {
     const pc_backend_env_t *env = &s->base.env;
     int did = 0, helped;
+    if (s->owing) { /* alive: answer whoever asked */
+        rank_ctl_t *mine = ctl_of(s, s->me);
+        uint64_t asked = atomic_load(&mine->ping);
+        if (asked != atomic_load(&mine->pong)) atomic_store(&mine->pong, asked);
+    }
     do {
         while (!s->closed && atomic_load(&s->nc->done) > s->completed) {
             void *buf = env->buffer(env->owner);
@@ -677,6 +688,27 @@ static int activate_hook(void *arg, uint64_t r, int root, uint32_t flags, const 
 
 static void shm_kick(pc_backend_t *b) { poll_rounds(S(b)); }
 
+/* The token holder (backend.h): whether rank's progress engine is silent:
+ * results are being kept for it, or (probe) it has left a ping unanswered
+ * for PCOLL_EXCLUDE_MS.  Ranks of other nodes: not known here. */
+static int shm_silent(pc_backend_t *b, int rank, int probe)
+{
+    shm_backend_t *s = S(b);
+    int here = 0;
+    for (int i = 0; i < s->nlocal; i++) here |= s->local[i] == rank;
+    if (!s->owing || !here || rank == s->me) return 0;
+    rank_ctl_t *c = ctl_of(s, rank);
+    if (atomic_load(&c->consumed) & CONS_OWED) return 1;
+    if (!probe) return 0;
+    if (s->pinged[rank] == 0 || atomic_load(&c->pong) >= s->pinged[rank]) { /* answered: ask again */
+        s->pinged[rank] = atomic_fetch_add(&c->ping, 1) + 1;
+        s->ping_ms[rank] = clock_ms();
+        kick(s, rank);
+        return 0;
+    }
+    return clock_ms() - s->ping_ms[rank] >= s->exclude_ms;
+}
+
 /* A waiting thread's look (backend.h): a round blocked on a silent rank
  * goes on without it from here; this rank's holder completes it. */
 static void shm_nudge(pc_backend_t *b)
@@ -752,6 +784,8 @@ static void release(shm_backend_t *s)
     pc_internode_destroy(s->net);
     free(s->sum_members);
     free(s->own_members);
+    free(s->pinged);
+    free(s->ping_ms);
     free(s->local);
     free(s->leaders);
     free(s);
@@ -772,7 +806,7 @@ static void shm_destroy(pc_backend_t *b)
         .name = label, .contribute = shm_contribute, .waiting = shm_waiting, .want = shm_want, .done = shm_done,       \
         .activated = shm_activated, .open = shm_open, .activate = shm_activate, .kick = shm_kick,                      \
         .message = shm_message, .close = shm_close, .stop = shm_stop, .describe = shm_describe, .gave = shm_gave,      \
-        .destroy = shm_destroy, .nudge = shm_nudge,                                                                    \
+        .destroy = shm_destroy, .nudge = shm_nudge, .silent = shm_silent,                                              \
     }
 static const pc_backend_ops_t shm_ops = SHM_OPS("shared-memory");
 static const pc_backend_ops_t hier_ops = SHM_OPS("hierarchical");
@@ -849,7 +883,9 @@ static shm_backend_t *new_backend(const pc_backend_env_t *env)
     s->own_members = malloc(sizeof(int) * (size_t)env->P);
     s->local = malloc(sizeof(int) * (size_t)env->P);
     s->leaders = malloc(sizeof(int) * (size_t)env->P);
-    if (!s->sum_members || !s->own_members || !s->local || !s->leaders) {
+    s->pinged = calloc((size_t)env->P, sizeof(uint64_t));
+    s->ping_ms = calloc((size_t)env->P, sizeof(uint32_t));
+    if (!s->sum_members || !s->own_members || !s->local || !s->leaders || !s->pinged || !s->ping_ms) {
         release(s);
         return NULL;
     }

@@ -59,6 +59,13 @@ static int elsewhere(void *arg, int rank)
     return p->needs_park && pc_park_elsewhere(p->base.ctx, &p->watch, rank);
 }
 
+/* whether rank's progress engine is silent (asked only on a nudge) */
+static int silent(void *arg, int rank)
+{
+    pcoll_partial_t *p = arg;
+    return p->be->ops->silent && p->be->ops->silent(p->be, rank, p->probing);
+}
+
 /* Rounds activated where the leader did not hear of it (node-shared memory:
  * another rank's initiator wrote the record). */
 static void catch_up(pcoll_partial_t *p)
@@ -78,7 +85,8 @@ static void decide(pcoll_partial_t *p)
     if (!p->is_leader || p->finishing) return;
     catch_up(p);
     pc_decision_t d;
-    if (pc_leader_decide(&p->leader, p->me, elsewhere, p, &d)) activate(p, d.round, d.root, d.flags, d.counted);
+    if (pc_leader_decide_silent(&p->leader, p->me, elsewhere, p->be->env.exclude_ns ? silent : NULL, p, &d))
+        activate(p, d.round, d.root, d.flags, d.counted);
     if (p->needs_park) pc_park_set_waiting(p->base.ctx, &p->watch, pc_leader_has_waiters(&p->leader));
 }
 
@@ -299,6 +307,26 @@ static void arrive_run(pc_engine_t *e, void *arg)
         activate(p, round, p->me, 0, NULL);
     else
         tell_leader(p, PC_ARR_WAIT, round);
+}
+
+/* ---- a waiting application's nudge (PCOLL_EXCLUDE_MS) ---- */
+
+/* the leader decides again, asking the MAJORITY initiator it waits for
+ * whether it is alive (the ranks it asked before: whether they answered) */
+static void nudge_run(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    pcoll_partial_t *p = arg;
+    p->probing = 1;
+    decide(p);
+    p->probing = 0;
+}
+
+void pc_driver_nudge(pcoll_partial_t *p)
+{
+    p->be->ops->nudge(p->be);
+    if (p->is_leader && p->policy.kind == PCOLL_PARTIAL_MAJORITY && p->be->ops->silent)
+        (void)pc_engine_post(p->base.engine, nudge_run, p); /* no memory: the next nudge */
 }
 
 int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet)

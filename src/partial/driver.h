@@ -37,6 +37,11 @@ void pc_driver_close(pcoll_partial_t *p);
  * leader decides); PC_ARR_FLUSH, PC_ARR_FREE: for the leader.  quiet: the
  * caller waits next (it runs the task itself). */
 int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet);
+/* Application thread, waiting for a round every quarter of PCOLL_EXCLUDE_MS:
+ * the backend looks for rounds held up by a silent rank; a MAJORITY leader
+ * asks the initiator it waits for whether it is alive (and stands in for it
+ * once it has been silent that long). */
+void pc_driver_nudge(pcoll_partial_t *p);
 
 /* Stall report (holder): what a call waiting for `round` (type 0), a
  * flush or the free (PC_ARR_*) of p is waiting for. */

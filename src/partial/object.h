@@ -80,6 +80,7 @@ struct pcoll_partial {
     int *group;                  /* application: the last round's members (info.group) */
     int group_all;               /* application: group lists every rank */
     int is_leader;
+    int probing;                 /* (H) decide() may ask ranks if they are alive */
     pc_leader_t leader;          /* (H) at PC_LEADER */
     pc_park_watch_t watch;       /* (H) at PC_LEADER, when needs_park */
     int finishing;               /* (H) the last round completed here */

@@ -403,11 +403,7 @@ static void describe(void *arg, pc_stall_probe_t *probe)
     pc_driver_describe(w->p, w->type, w->round, probe);
 }
 
-static void nudge(void *arg)
-{
-    pcoll_partial_t *p = arg;
-    p->be->ops->nudge(p->be);
-}
+static void nudge(void *arg) { pc_driver_nudge(arg); }
 
 /* Waits for w as a blocking call about this object (the other objects may
  * count this rank as parked meanwhile). */

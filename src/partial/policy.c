@@ -194,6 +194,12 @@ static int count_arrived(pc_leader_t *l, pc_elsewhere_fn elsewhere, void *arg, i
 
 int pc_leader_decide(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, void *arg, pc_decision_t *d)
 {
+    return pc_leader_decide_silent(l, me, elsewhere, NULL, arg, d);
+}
+
+int pc_leader_decide_silent(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, pc_elsewhere_fn silent, void *arg,
+                            pc_decision_t *d)
+{
     int P = l->pol.P;
     uint64_t n = l->next;
     d->round = n;
@@ -218,7 +224,7 @@ int pc_leader_decide(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, void *ar
         if (count_arrived(l, elsewhere, arg, &parked_only) < l->pol.quorum) return 0;
     } else if (l->pol.kind == PCOLL_PARTIAL_MAJORITY) {
         int init = pc_policy_initiator(&l->pol, n, l->scratch);
-        if (!parked(l, init, elsewhere, arg)) return 0;
+        if (!parked(l, init, elsewhere, arg) && !(silent && silent(arg, init))) return 0;
         /* on the initiator's behalf: it may start n itself at the same time
          * (just back from its other call), so the round names it either way */
         count_arrived(l, elsewhere, arg, &parked_only);

@@ -149,6 +149,13 @@ typedef struct pc_decision {
  * A rank arrived: waiting, flushing, freeing or blocked elsewhere.  Ranks
  * counted only because blocked elsewhere are listed in d->counted. */
 int pc_leader_decide(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, void *arg, pc_decision_t *d);
+/* The same, where silent(arg, r) says rank r's progress engine has not
+ * answered for PCOLL_EXCLUDE_MS (NULL: none is): the leader stands in for a
+ * silent MAJORITY initiator too.  A silent rank never counts as arrived:
+ * synchronous rounds still wait for it, and QUORUM counts the ranks that
+ * did arrive. */
+int pc_leader_decide_silent(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, pc_elsewhere_fn silent, void *arg,
+                            pc_decision_t *d);
 
 /* 1 if some rank waits for round `next` (the leader's decision may change
  * when a rank becomes blocked elsewhere). */

@@ -2,9 +2,8 @@
 # pcoll-train --on-failure shrink: rank 2 of 4 kills itself (--inject) in
 # the middle of training; the other three must go on with the three of them
 # (pcoll_shrink), finish every step and reach the target accuracy, and the
-# JSON must say so.  --inject stop: a stopped rank resumes and the run ends
-# with the stop measured.  `timeout` turns a hang into a failure.  Bad failure
-# flags are refused, naming the flag.
+# JSON must say so (exclude_train.sh runs --inject stop).  `timeout` turns a
+# hang into a failure.  Bad failure flags are refused, naming the flag.
 #   shrink_train.sh <pcoll-train> <python3> <mpiexec and its flags...>
 set -u
 train=$1 py=$2
@@ -26,31 +25,16 @@ r = json.load(open(sys.argv[1]))
 print(f"shrink_train: {r['ranks']} ranks, {r['ranks_at_end']} at the end after {r['shrinks']} shrink at step "
       f"{r.get('shrink_step')} ({r.get('recovery_s', 0):.2f} s); {r['steps']} steps, test accuracy {r['test_accuracy']:.4f}")
 # a survivor notices the loss at its own step, which in a solo run may be
-# well before or after the victim's step 200: only "during the run" holds
+# well before or after the victim's step 200, or only at the final flush:
+# partial rounds in node-shared memory go on without a silent rank
+# (PCOLL_EXCLUDE_MS), and the first synchronous step is the flush
 steps = 2 * (20000 // 4 // 32)
 checks = {"4 ranks at the start": r["ranks"] == 4, "3 at the end": r["ranks_at_end"] == 3,
-          "one shrink": r["shrinks"] == 1, "shrink during the run": 0 < r["shrink_step"] < steps,
+          "one shrink": r["shrinks"] == 1, "shrink during the run": 0 < r["shrink_step"] <= steps,
           f"{steps} steps": r["steps"] == steps, "accuracy >= 0.75": r["test_accuracy"] >= 0.75}
 bad = [k for k, ok in checks.items() if not ok]
 if bad: print("shrink_train: not met:", ", ".join(bad), "; JSON:", json.dumps(r))
 sys.exit(1 if bad else 0)
-PY
-
-# --inject stop: rank 1 of 3 stopped for 2 s (a helper sends SIGCONT); the
-# run ends with every step, every gradient delivered once at every rank,
-# and the summary measures the others meanwhile
-timeout 300 "$@" -np 3 "$train" --algo solo --epochs 2 --max-steps 300 --train-limit 20000 --inject stop:1:100:2 \
-    --quiet --json "$dir/s.json" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "the --inject stop run failed"; }
-"$py" - "$dir/s.json" <<'PY' || fail "the --inject stop run did not report the stop"
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(f"shrink_train: stop {r['stop_s']:.2f} s; others {r['others_steps_per_s_during_stop']:.1f} steps/s during it, "
-      f"{r['others_steps_per_s_before_stop']:.1f} before; next step {r['resume_step_s']:.3f} s after SIGCONT")
-ok = r["steps"] == 300 and 1.9 < r["stop_s"] < 4 and r["others_steps_per_s_before_stop"] > 0
-ok = ok and r["others_steps_per_s_during_stop"] >= 0 and 0 <= r["resume_step_s"] < 10
-# every gradient handed over is delivered once at every rank
-ok = ok and r["contributions_made"] == r["contributions_delivered_min"] == r["contributions_delivered_max"] == 900
-sys.exit(0 if ok else 1)
 PY
 
 for bad in "--on-failure nonsense" "--inject kill:x:3" "--inject stop:1:3" "--inject stop:1:3:0" "--failure-timeout 0" \

@@ -196,6 +196,60 @@ static void test_majority(void)
     pc_leader_destroy(&l);
 }
 
+static unsigned char silent_set[64];
+static int silent_fn(void *arg, int rank)
+{
+    (void)arg;
+    return silent_set[rank];
+}
+
+/* a rank silent for PCOLL_EXCLUDE_MS: the leader stands in for it as a
+ * MAJORITY initiator, but it never counts as arrived */
+static void test_silent(void)
+{
+    pc_leader_t l;
+    pc_decision_t d;
+    int scratch[6];
+    memset(parked_set, 0, sizeof parked_set);
+    memset(silent_set, 0, sizeof silent_set);
+    pc_policy_t p = pol(PCOLL_PARTIAL_MAJORITY, 6, 1, 0, 77);
+    CHECK(pc_leader_init(&l, &p) == 0);
+    int init = pc_policy_initiator(&p, 0, scratch);
+    for (int r = 0; r < 6; r++)
+        if (r != init) CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, r, 0) == 0);
+    CHECK(!pc_leader_decide_silent(&l, 0, parked_fn, silent_fn, NULL, &d)); /* alive: its round */
+    silent_set[init] = 1;
+    CHECK(!pc_leader_decide(&l, 0, parked_fn, NULL, &d)); /* without the question: waits still */
+    CHECK(pc_leader_decide_silent(&l, 0, parked_fn, silent_fn, NULL, &d));
+    CHECK(d.round == 0 && d.root == init && (d.flags & PC_ROUND_STANDIN));
+    CHECK(!d.counted); /* not counted as arrived: it is not parked */
+    pc_leader_destroy(&l);
+
+    /* a synchronous round (tau = 2: round 1) waits for a silent rank */
+    memset(silent_set, 0, sizeof silent_set);
+    p = pol(PCOLL_PARTIAL_MAJORITY, 4, 1, 2, 5);
+    CHECK(pc_leader_init(&l, &p) == 0);
+    pc_leader_activated(&l, 0, 0);
+    silent_set[2] = 1;
+    for (int r = 0; r < 4; r++)
+        if (r != 2) CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, r, 1) == 0);
+    CHECK(!pc_leader_decide_silent(&l, 0, parked_fn, silent_fn, NULL, &d));
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 2, 1) == 0);
+    CHECK(pc_leader_decide_silent(&l, 0, parked_fn, silent_fn, NULL, &d) && (d.flags & PC_ROUND_SYNC));
+    pc_leader_destroy(&l);
+
+    /* QUORUM(3) counts only the ranks that arrived */
+    p = pol(PCOLL_PARTIAL_QUORUM, 5, 3, 0, 1);
+    CHECK(pc_leader_init(&l, &p) == 0);
+    memset(silent_set, 1, 5);
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 1, 0) == 0);
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 4, 0) == 0);
+    CHECK(!pc_leader_decide_silent(&l, 0, parked_fn, silent_fn, NULL, &d));
+    CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, 0, 0) == 0);
+    CHECK(pc_leader_decide_silent(&l, 0, parked_fn, silent_fn, NULL, &d) && d.round == 0);
+    pc_leader_destroy(&l);
+}
+
 static void test_sync_flush_free(void)
 {
     pc_leader_t l;
@@ -303,6 +357,7 @@ int main(void)
     test_quorum();
     test_early_arrivals();
     test_majority();
+    test_silent();
     test_sync_flush_free();
     test_random();
     printf("test_policy: %ld checks passed (%ld random decisions)\n", checks, decisions);

@@ -53,6 +53,8 @@ static const char *common_help =
     "  --json          one JSON object per mode and size: bench, mode, ranks, bytes,\n"
     "                  skew_us, avg_latency_us, nap, members, data_phase,\n"
     "                  sent_bytes_per_round (null for mpi), rounds_per_iter,\n"
+    "                  left_out_rounds (partial: rounds that went on without a\n"
+    "                  rank silent for PCOLL_EXCLUDE_MS, summed over the ranks),\n"
     "                  speedup_vs_mpi, latency_us_by_rank\n"
     "float32 sum.  The partial modes accumulate (a late rank's 1.0 is not lost:\n"
     "it goes into a later round); each mode/size ends with a flush.\n";
@@ -77,6 +79,7 @@ static void die(const char *prog, const char *what)
  * latencies too). */
 typedef struct result {
     double latency_us, nap, members, rounds_per_iter;
+    double left_out_rounds; /* summed over the ranks */
     double sent_per_round; /* < 0: not measured */
     const char *data_phase;
 } result_t;
@@ -93,7 +96,7 @@ static void run(const char *prog, pcoll_t *ctx, const tool_mode_t *m, size_t cou
             die(prog, pcoll_last_error());
         res->data_phase = pcoll_partial_data_phase(p);
     }
-    double lat_sum = 0, nap_sum = 0, members_sum = 0, rounds = 0;
+    double lat_sum = 0, nap_sum = 0, members_sum = 0, rounds = 0, left_out = 0;
     pcoll_stats_t s0 = {0}, s1 = {0};
     MPI_Barrier(MPI_COMM_WORLD);
     for (int it = 0; it < warmup + iters; it++) {
@@ -113,6 +116,7 @@ static void run(const char *prog, pcoll_t *ctx, const tool_mode_t *m, size_t cou
             active = info.active;
             members = info.group_size;
             nrounds = (int)info.rounds;
+            left_out += (double)info.left_out_rounds;
         }
         double t = tool_now_us() - t0;
         memset(buf, 0, count * sizeof(float));
@@ -130,15 +134,16 @@ static void run(const char *prog, pcoll_t *ctx, const tool_mode_t *m, size_t cou
         pcoll_partial_free(&p);
     }
     double sent = (double)(s1.data_bytes_sent - s0.data_bytes_sent);
-    double mine[5] = {lat_sum / iters, nap_sum / iters, members_sum / iters, rounds / iters,
-                      rounds > 0 ? sent / rounds : 0},
-           all[5];
-    MPI_Allreduce(mine, all, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double mine[6] = {lat_sum / iters, nap_sum / iters, members_sum / iters, rounds / iters,
+                      rounds > 0 ? sent / rounds : 0, left_out},
+           all[6];
+    MPI_Allreduce(mine, all, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Gather(&mine[0], 1, MPI_DOUBLE, by_rank, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     res->latency_us = all[0] / size;
     res->nap = all[1] / size;
     res->members = all[2] / size;
     res->rounds_per_iter = all[3] / size;
+    res->left_out_rounds = all[5];
     res->sent_per_round = m->kind == M_MPI ? -1 : all[4] / size;
     free(buf);
     free(out);
@@ -160,6 +165,7 @@ static void print_json(const char *bench, const tool_mode_t *m, int size, size_t
     tool_json_str(&j, "data_phase", r->data_phase);
     tool_json_num(&j, "sent_bytes_per_round", r->sent_per_round < 0 ? NAN : r->sent_per_round);
     tool_json_num(&j, "rounds_per_iter", r->rounds_per_iter);
+    if (r->sent_per_round >= 0) tool_json_num(&j, "left_out_rounds", r->left_out_rounds);
     if (mpi_latency > 0) tool_json_num(&j, "speedup_vs_mpi", mpi_latency / r->latency_us);
     tool_json_nums(&j, "latency_us_by_rank", by_rank, (size_t)size);
     tool_json_end(&j, stdout);

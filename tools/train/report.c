@@ -171,7 +171,7 @@ int report_json(const char *path, const train_result_t *r)
         tool_json_int(&j, "resumed_from_ranks", r->resumed_ranks);
         tool_json_int(&j, "resumed_at_step", (long long)r->resumed_at);
     }
-    if (!r->models_exchanged) {
+    if (!r->models_exchanged && !r->shrinks) { /* a dead rank's gradients cannot be counted */
         tool_json_int(&j, "contributions_made", (long long)r->contributions_made);
         tool_json_int(&j, "contributions_delivered_min", (long long)r->contributions_delivered_min);
         tool_json_int(&j, "contributions_delivered_max", (long long)r->contributions_delivered_max);

@@ -1,0 +1,57 @@
+#!/bin/sh
+# A stopped rank (--inject stop: SIGSTOP for 2 s, then SIGCONT) in partial
+# training, 4 ranks.  In node-shared memory, with PCOLL_EXCLUDE_MS=200, the
+# others must go on without it (solo, majority, quorum:2, and wagma with no
+# synchronous rounds), the stopped rank must catch up when it goes on, every
+# step must run, and every gradient must be delivered once at every rank.
+# With messages (PCOLL_PARTIAL_SHM_BYTES=0) rounds still wait for it: the
+# run must end the same way, with no round left out.  `timeout` turns a hang
+# into a failure.
+#   exclude_train.sh <pcoll-train> <python3> <mpiexec and its flags...>
+set -u
+train=$1 py=$2
+shift 2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "exclude_train: FAILED: $*"; exit 1; }
+
+# run PHASE ALGO [FLAGS...]: one stopped run, its JSON checked
+run() {
+    phase=$1 algo=$2
+    shift 2
+    env=""
+    [ "$phase" = messages ] && env="-x PCOLL_PARTIAL_SHM_BYTES=0"
+    # shellcheck disable=SC2086
+    timeout 300 $mpi -x PCOLL_EXCLUDE_MS=200 $env -np 4 "$train" --algo "$algo" "$@" --epochs 2 --max-steps 200 \
+        --train-limit 20000 --inject stop:1:60:2 --quiet --json "$dir/s.json" >"$dir/out" 2>&1 ||
+        { cat "$dir/out"; fail "the $phase $algo run failed"; }
+    "$py" - "$dir/s.json" "$phase" "$algo" <<'PY' || fail "the $phase $algo run did not go on as it should"
+import json, sys
+r = json.load(open(sys.argv[1]))
+phase, algo = sys.argv[2], sys.argv[3]
+during, before = r["others_steps_per_s_during_stop"], r["others_steps_per_s_before_stop"]
+left, caught = r.get("left_out_rounds", 0), r.get("caught_up_rounds", 0)
+print(f"exclude_train: {phase} {algo}: others {during:.1f} steps/s during the 2 s stop, {before:.1f} before; "
+      f"{left} rounds left it out, {caught} kept for it; next step {r['resume_step_s']:.3f} s after SIGCONT")
+checks = {"200 steps": r["steps"] == 200, "stopped about 2 s": 1.9 < r["stop_s"] < 4}
+if "contributions_made" in r:  # gradients: each delivered once at every rank
+    checks["every gradient delivered once"] = \
+        r["contributions_made"] == r["contributions_delivered_min"] == r["contributions_delivered_max"] == 800
+if phase == "shm":
+    # they went on: a stalled run makes well under a tenth of its rate
+    checks["the others went on"] = during >= 0.25 * before
+    checks["rounds left it out"] = left > 0 and caught > 0
+else:
+    checks["no round left out (messages wait)"] = left == 0 and caught == 0
+bad = [k for k, ok in checks.items() if not ok]
+if bad: print("exclude_train: not met:", ", ".join(bad), "; JSON:", json.dumps(r))
+sys.exit(1 if bad else 0)
+PY
+}
+
+mpi="$*"
+run shm solo
+run shm majority
+run shm quorum:2
+run shm wagma --sync-every 0
+run messages solo
