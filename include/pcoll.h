@@ -486,7 +486,7 @@ typedef struct pcoll_round {
                            this rank while it was silent, delivered as one
                            when it answered again) the first round it holds:
                            result sums rounds first_round..round (REPLACE:
-                           round's)                                         */
+                           round's), and so do active and contributions    */
     int catch_up;
 } pcoll_round_t;
 

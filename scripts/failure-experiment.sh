@@ -12,11 +12,13 @@
 #   the runs' JSON lines (with "failure": "none" or "kill") go to
 #   OUT/runs.jsonl.
 # stop: rank VICTIM stopped with SIGSTOP for STOP_S seconds half-way through
-#   the first epoch, per rank count, partial kind (STOP_ALGOS) and data phase
+#   the first epoch, per rank count, partial kind (STOP_ALGOS; wagma-tau0 is
+#   wagma with --sync-every 0, no synchronous rounds) and data phase
 #   (node-shared memory, messages): the other ranks' steps/s while it was
-#   stopped and before, when its next step ended after SIGCONT, and the
-#   gradients handed over against those delivered at each rank (one run
-#   each, 1 epoch); JSON lines in OUT/stop.jsonl.
+#   stopped and before, when its next step ended after SIGCONT, the rounds
+#   that went on without it (PCOLL_EXCLUDE_MS) and were kept for it, and the
+#   gradients handed over against those delivered at each rank (REPEATS runs
+#   each, 1 epoch, medians); JSON lines in OUT/stop.jsonl.
 # restart: the restart path, which works with any MPI and any victim (rank
 #   0 too): runs checkpoint at every epoch's end (--checkpoint); the victim
 #   kills itself as in kill, the job ends (--on-failure abort), and a new
@@ -28,8 +30,8 @@
 # Environment: BUILD, MPIRUN (as demo.sh), NPS ("4 8"), ALGOS ("solo sync"),
 # REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), TIMEOUT_S (2: the
 # PCOLL_TIMEOUT_S that finds the dead rank), STOP_S (5), STOP_ALGOS ("solo
-# majority quorum:2 wagma"), RESTART_VICTIM (0), OUT (results/failure).
-# About 30 minutes on 2 cores with the defaults.
+# majority quorum:2 wagma wagma-tau0"), RESTART_VICTIM (0), OUT
+# (results/failure).  About 45 minutes on 2 cores with the defaults.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/lib.sh"
@@ -86,23 +88,27 @@ stops="$out/stop.jsonl"
 stop_s=${STOP_S:-5}
 for np in $nps; do
     at=$((60000 / np / 32 / 2))
-    for algo in ${STOP_ALGOS:-solo majority quorum:2 wagma}; do
-        for phase in shm messages; do
-            echo "failure-experiment: stop, $np ranks, $algo, $phase" >&2
-            shm=""
-            [ $phase = messages ] && shm="-x PCOLL_PARTIAL_SHM_BYTES=0"
-            # shellcheck disable=SC2086
-            run stop $shm -np "$np" "$train" --algo "$algo" --epochs 1 --inject "stop:$victim:$at:$stop_s"
-            sed "s/^{/{\"phase\": \"$phase\", \"np\": $np, /" "$out/stop.json" >>"$stops"
-            rm -f "$out/stop.json"
+    for rep in $(seq "$reps"); do
+        for algo in ${STOP_ALGOS:-solo majority quorum:2 wagma wagma-tau0}; do
+            flags="--algo $algo"
+            [ "$algo" = wagma-tau0 ] && flags="--algo wagma --sync-every 0"
+            for phase in shm messages; do
+                echo "failure-experiment: stop, $np ranks, $algo, $phase, run $rep" >&2
+                shm=""
+                [ $phase = messages ] && shm="-x PCOLL_PARTIAL_SHM_BYTES=0"
+                # shellcheck disable=SC2086
+                run stop $shm -np "$np" "$train" $flags --epochs 1 --inject "stop:$victim:$at:$stop_s"
+                sed "s/^{/{\"run\": \"$algo\", \"phase\": \"$phase\", \"np\": $np, /" "$out/stop.json" >>"$stops"
+                rm -f "$out/stop.json"
+            done
         done
     done
 done
-echo "| ranks | algo | data phase | stopped (s) | others' steps/s during the stop | before it | its next step after SIGCONT (s) | gradients made / delivered (fewest-most at a rank) |"
-echo "|---|---|---|---|---|---|---|---|"
-medians "$stops" "np algo phase" "stop_s others_steps_per_s_during_stop others_steps_per_s_before_stop resume_step_s contributions_made contributions_delivered_min contributions_delivered_max" |
-    awk '{ printf "| %s | %s | %s | %.2f | %.1f | %.1f | %.3f | %s |\n", $1, $2, $3, $4, $5, $6, $7,
-           ($8 == "-" ? "- (models)" : $8 " / " $9 "-" $10) }'
+echo "| ranks | algo | data phase | stopped (s) | others' steps/s during the stop | before it | its next step after SIGCONT (s) | rounds left it out / kept for it | gradients made / delivered (fewest-most at a rank) |"
+echo "|---|---|---|---|---|---|---|---|---|"
+medians "$stops" "np run phase" "stop_s others_steps_per_s_during_stop others_steps_per_s_before_stop resume_step_s left_out_rounds caught_up_rounds contributions_made contributions_delivered_min contributions_delivered_max" |
+    awk '{ printf "| %s | %s | %s | %.2f | %.1f | %.1f | %.3f | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7,
+           ($8 == "-" ? "0 / 0" : $8 " / " $9), ($10 == "-" ? "- (models)" : $10 " / " $11 "-" $12) }'
 echo ;;
 esac
 

@@ -261,6 +261,14 @@ void pc_tl_round(pcoll_t *ctx, uint64_t obj, const char *kind, uint64_t round, i
     pc_rec_event(&ctx->rec, PC_EV_ROUND, pc_rec_now(), 0, f, group, n, NULL);
 }
 
+void pc_tl_left_out(pcoll_t *ctx, uint64_t obj, uint64_t round, uint64_t first, int catch_up, const int *ranks,
+                    int n)
+{
+    if (!pc_tl_on(ctx)) return;
+    int64_t f[PC_EV_FIELDS] = {pc_ev_pair((int64_t)obj, (int64_t)round), (int64_t)first, catch_up};
+    pc_rec_event(&ctx->rec, PC_EV_LEFT_OUT, pc_rec_now(), 0, f, ranks, n, NULL);
+}
+
 void pc_tl_preduce(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *policy, uint64_t iteration,
                    const pcoll_preduce_info_t *info, int status)
 {

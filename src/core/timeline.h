@@ -27,6 +27,10 @@ void pc_tl_partial_call(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *kin
 void pc_tl_round_start(pcoll_t *ctx, uint64_t obj, uint64_t round, int root, int sync);
 void pc_tl_round(pcoll_t *ctx, uint64_t obj, const char *kind, uint64_t round, int root, int64_t active,
                  int64_t contributions, int sync, int standin, const int *group, int n);
+/* A round that went on without silent ranks (n > 0), or a catch-up here:
+ * the rounds first..round kept for this rank while it was silent. */
+void pc_tl_left_out(pcoll_t *ctx, uint64_t obj, uint64_t round, uint64_t first, int catch_up, const int *ranks,
+                    int n);
 void pc_tl_preduce(pcoll_t *ctx, uint64_t t0, uint64_t obj, const char *policy, uint64_t iteration,
                    const pcoll_preduce_info_t *info, int status);
 void pc_tl_fusion_plan(pcoll_t *ctx, uint64_t obj, const pcoll_fusion_plan_t *plan);

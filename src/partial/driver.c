@@ -165,6 +165,8 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
                     grouped ? n : 0);
     }
     int n_left = left_out_ranks(p, dn->left_out, p->left_out_h);
+    if (traced && (n_left > 0 || dn->catch_up))
+        pc_tl_left_out(p->base.ctx, p->base.id, r, dn->first, dn->catch_up, p->left_out_h, n_left);
     if (obs) {
         pcoll_round_t info = {r,       root,     (flags & PC_ROUND_STANDIN) != 0,
                               (int)active, (uint64_t)contribs, (flags & PC_ROUND_SYNC) != 0,

@@ -60,6 +60,7 @@ static const ev_desc_t descs[PC_EV_NTYPES] = {
     [PC_EV_MARK] = {"mark", {"ph"}, "s--------", NULL, "name"},
     [PC_EV_STALL] = {"stall", {"fn", "timeout"}, "si-------", "ranks", "what"},
     [PC_EV_THREAD] = {"thread", {"name"}, "s--------", NULL, NULL},
+    [PC_EV_LEFT_OUT] = {"left_out", {"obj,round", "first", "catch_up"}, "pii------", "ranks", NULL},
 };
 
 static unsigned char field_count[PC_EV_NTYPES]; /* nfields of each type (pc_rec_init) */

@@ -41,6 +41,7 @@ typedef enum pc_ev_type {
     PC_EV_MARK,
     PC_EV_STALL,
     PC_EV_THREAD,
+    PC_EV_LEFT_OUT,
     PC_EV_NTYPES
 } pc_ev_type_t;
 

@@ -19,6 +19,7 @@ static const struct {
     {"round_start", EV_ROUND_START}, {"round", EV_ROUND},               {"preduce", EV_PREDUCE},
     {"fusion_plan", EV_FUSION_PLAN}, {"fusion_ready", EV_FUSION_READY}, {"fusion_bucket", EV_FUSION_BUCKET},
     {"fusion_wait", EV_FUSION_WAIT}, {"mark", EV_MARK},                 {"stall", EV_STALL},
+    {"left_out", EV_LEFT_OUT},
 };
 
 int ev_is_span(ev_type_t type)

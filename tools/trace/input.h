@@ -22,6 +22,7 @@ typedef enum ev_type {
     EV_FUSION_WAIT,
     EV_MARK,
     EV_STALL,
+    EV_LEFT_OUT,
     EV_UNKNOWN /* an `ev` this version does not know: kept as an instant */
 } ev_type_t;
 
