@@ -74,11 +74,16 @@ typedef struct pc_round_done {
                               summed (ACCUMULATE) or the last of them (REPLACE),
                               kept while this rank was silent */
     int root;              /* the last round's initiator */
-    uint32_t flags;        /* PC_ROUND_* of the rounds, or-ed */
+    uint32_t flags;        /* PC_ROUND_* of the last round (and FLUSH if one
+                              of the rounds was a flush) */
     int parked;            /* the rounds that counted this rank as parked */
-    const unsigned char *left_out; /* NULL, or a bitmap of P: the ranks the
-                              round went on without (their results kept) */
+    const unsigned char *left_out; /* NULL, or a bitmap of P: the ranks that
+                              were silent when the round was summed (it did
+                              not wait for them: their results were kept) */
     int catch_up;          /* the rounds' results were kept for this rank */
+    /* a catch-up's rounds, round by round (the trailer of buf holds their sum,
+     * REPLACE: the last round's): */
+    int64_t active_last, active_min, active_total, contributions, contributions_last;
 } pc_round_done_t;
 
 /* What a backend knows of its object, and how it reports back. */

@@ -376,7 +376,8 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     }
     uint64_t r = m->running_round;
     atomic_store(&m->done, r + 1);
-    pc_round_done_t d = {r, r, m->running_root, m->running_flags, m->running_parked, NULL, 0};
+    pc_round_done_t d = {.first = r, .round = r, .root = m->running_root, .flags = m->running_flags,
+                         .parked = m->running_parked};
     env->completed(env->owner, &d, m->round_buf);
     if (!m->finishing) try_start(m); /* completed() may have closed us (the last round) */
 }

@@ -77,6 +77,11 @@
 #ifndef PC_SHM_INTERLEAVE
 #define PC_SHM_INTERLEAVE(where) ((void)0)
 #endif
+/* ... and this to say which silent ranks' results may be kept (the test:
+ * only those it froze, whatever a slow machine makes of the others) */
+#ifndef PC_SHM_MAY_KEEP
+#define PC_SHM_MAY_KEEP(rank) 1
+#endif
 
 #define LINE 64
 #define ROUND_UP(x) (((x) + LINE - 1) / LINE * LINE)
@@ -101,8 +106,9 @@ typedef struct rank_ctl {
      * owed buffer: written under CONS_STEAL, read under CONS_BUSY */
     uint64_t owed_parked;
     int32_t owed_root;
-    uint32_t owed_flags;
-    char pad3[LINE - sizeof(uint64_t) - 2 * sizeof(int32_t)];
+    uint32_t owed_flags;    /* the last round's, and FLUSH if any was one */
+    int64_t owed_active_last, owed_active_min, owed_active_total, owed_contributions, owed_contributions_last;
+    char pad3[LINE - sizeof(uint64_t) - 2 * sizeof(int32_t) - 5 * sizeof(int64_t)];
     /* is its progress engine alive: others add to ping and kick it, its
      * holder copies ping into pong */
     atomic_ullong ping, pong;
@@ -137,7 +143,7 @@ typedef struct node_ctl {
     atomic_ullong owner[2];    /* the slot's record is (being) written for owner - 1 */
     atomic_ullong blocked;     /* rounds whose blocked sum woke the ranks behind */
     char pad2[LINE - 6 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
-    atomic_ullong blocked_at;  /* the last of them << 32 | when (ms, 32 bits) */
+    atomic_ullong blocked_at;  /* a blocked round r: (r + 1) << 32 | since when (ms); 32 bits each */
     char pad3[LINE - sizeof(atomic_ullong)];
 } node_ctl_t;
 
@@ -421,10 +427,18 @@ static int keep_for(shm_backend_t *s, int j, uint64_t c)
         pc_reduce_sum(owed, owed, src, env->count + PC_TRAILER, env->dtype);
     else
         memcpy(owed, src, env->bytes);
+    int64_t active, contributions;
+    pc_trailer_get(env, src, &active, &contributions);
     cj->owed_root = h->root;
-    cj->owed_flags = (more ? cj->owed_flags : 0) | h->flags;
+    cj->owed_flags = h->flags | (more ? cj->owed_flags & PC_ROUND_FLUSH : 0);
     cj->owed_parked = (more ? cj->owed_parked : 0) + (uint64_t)bit_of(s, res, j);
+    cj->owed_active_last = active;
+    cj->owed_active_min = more && cj->owed_active_min < active ? cj->owed_active_min : active;
+    cj->owed_active_total = (more ? cj->owed_active_total : 0) + active;
+    cj->owed_contributions = (more ? cj->owed_contributions : 0) + contributions;
+    cj->owed_contributions_last = contributions;
     atomic_store(&cj->consumed, (c + 1) | CONS_OWED);
+    kick(s, j); /* if it is back, and found this under way, it looks again */
     return 1;
 }
 
@@ -432,14 +446,20 @@ static int keep_for(shm_backend_t *s, int j, uint64_t c)
  * it for those that are silent; 1 if none is behind now. */
 static int go_without(shm_backend_t *s, uint64_t r)
 {
+    /* the clock of round r starts at its first look here: moved forward
+     * only (a CAS), so that a look at an older round cannot reset it */
+    uint32_t tag = (uint32_t)(r + 1), now = clock_ms();
     uint64_t at = atomic_load(&s->nc->blocked_at);
-    int timed = (at >> 32) == ((r + 1) & 0xffffffffu) && clock_ms() - (uint32_t)at >= s->exclude_ms;
+    while ((uint32_t)(at >> 32) != tag && (int32_t)(tag - (uint32_t)(at >> 32)) > 0)
+        if (atomic_compare_exchange_weak(&s->nc->blocked_at, &at, (uint64_t)tag << 32 | now)) at = (uint64_t)tag << 32 | now;
+    int timed = (uint32_t)(at >> 32) == tag && now - (uint32_t)at >= s->exclude_ms;
     int clear = 1;
     for (int i = 0; i < s->nlocal; i++) {
         int j = s->local[i];
         uint64_t v = atomic_load(&ctl_of(s, j)->consumed);
         if (CONS_COUNT(v) >= r - 1) continue;
-        clear &= ((v & CONS_OWED) || timed) && keep_for(s, j, r - 2);
+        /* this rank is alive: its poller copies the result (it was kicked) */
+        clear &= j != s->me && ((v & CONS_OWED) || timed) && PC_SHM_MAY_KEEP(j) && keep_for(s, j, r - 2);
     }
     return clear;
 }
@@ -461,7 +481,6 @@ static int try_sum(shm_backend_t *s, uint64_t r)
              * each then copies, helps, and the last of them sums) */
             uint64_t seen = atomic_load(&nc->blocked);
             if (seen <= r && atomic_compare_exchange_strong(&nc->blocked, &seen, r + 1)) {
-                if (s->owing) atomic_store(&nc->blocked_at, (r + 1) << 32 | clock_ms());
                 for (int i = 0; i < s->nlocal; i++)
                     if (CONS_COUNT(atomic_load(&ctl_of(s, s->local[i])->consumed)) < r - 1) kick(s, s->local[i]);
             }
@@ -535,21 +554,22 @@ static void consume(shm_backend_t *s, uint64_t c, void *buf, pc_round_done_t *d)
         pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
                (unsigned long long)h->round);
     memcpy(buf, sum_of(s, leader_of(s, c, h->flags, s->me, s->own_members), (int)(c % 2)), s->base.env.bytes);
-    *d = (pc_round_done_t){c, c, h->root, h->flags, bit_of(s, res, s->me), left_out_bits(s, res), 0};
+    *d = (pc_round_done_t){.first = c, .round = c, .root = h->root, .flags = h->flags, .parked = bit_of(s, res, s->me),
+                           .left_out = left_out_bits(s, res)};
 }
 
 /* Claims the next round's result for this rank to copy (0), or finds that
  * rounds were kept for it while it was silent: then the rounds up to
- * *upto, whose sum (REPLACE: the last) the owed buffer holds (1). */
+ * *upto, whose sum (REPLACE: the last) the owed buffer holds (1); -1 while
+ * another rank keeps a result for it (it kicks this one when done: a
+ * keeper stopped there holds this rank up, as any stopped step does). */
 static int claim_next(shm_backend_t *s, uint64_t *upto)
 {
     rank_ctl_t *c = ctl_of(s, s->me);
     uint64_t v = atomic_load(&c->consumed);
     for (;;) {
-        if (v & CONS_STEAL) { /* a rank keeps a result for this one: short */
-            sched_yield();
-            v = atomic_load(&c->consumed);
-        } else if (atomic_compare_exchange_weak(&c->consumed, &v, CONS_COUNT(v) | CONS_BUSY)) {
+        if (v & CONS_STEAL) return -1;
+        if (atomic_compare_exchange_weak(&c->consumed, &v, CONS_COUNT(v) | CONS_BUSY)) {
             *upto = CONS_COUNT(v);
             return (v & CONS_OWED) != 0;
         }
@@ -602,10 +622,20 @@ static int poll_rounds(shm_backend_t *s)
             }
             pc_round_done_t d;
             uint64_t upto, c = s->completed;
-            if (s->owing && claim_next(s, &upto)) { /* back from silence: what was kept, at once */
+            int kept = s->owing ? claim_next(s, &upto) : 0;
+            if (kept < 0) { /* another rank is keeping a result for this one: it kicks us */
+                env->release(env->owner, buf);
+                break;
+            }
+            if (kept) { /* back from silence: what was kept, at once */
                 const rank_ctl_t *mine = ctl_of(s, s->me);
                 memcpy(buf, owed_of(s, s->me), env->bytes);
-                d = (pc_round_done_t){c, upto - 1, mine->owed_root, mine->owed_flags, (int)mine->owed_parked, NULL, 1};
+                d = (pc_round_done_t){.first = c, .round = upto - 1, .root = mine->owed_root, .flags = mine->owed_flags,
+                                      .parked = (int)mine->owed_parked, .catch_up = 1,
+                                      .active_last = mine->owed_active_last, .active_min = mine->owed_active_min,
+                                      .active_total = mine->owed_active_total,
+                                      .contributions = mine->owed_contributions,
+                                      .contributions_last = mine->owed_contributions_last};
             } else {
                 consume(s, c, buf, &d);
             }

@@ -151,6 +151,15 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     uint32_t flags = dn->flags;
     int64_t active, contribs;
     pc_trailer_get(&p->be->env, buf, &active, &contribs);
+    /* a catch-up's rounds: their totals, the last and the fewest active */
+    int64_t active_last = active, active_min = active, contribs_last = contribs;
+    if (dn->catch_up) {
+        active_last = dn->active_last;
+        active_min = dn->active_min;
+        active = dn->active_total;
+        contribs = dn->contributions;
+        contribs_last = dn->contributions_last;
+    }
     PC_DEBUG("partial ch%u: round %llu done, flags %u", p->base.channel, (unsigned long long)r, flags);
 
     pthread_mutex_lock(&p->lock);
@@ -182,7 +191,7 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
         spare = p->delivered; /* empty: the round's buffer becomes delivered */
         p->delivered = buf;
         d->first = dn->first;
-        d->active_min = (int)active;
+        d->active_min = (int)active_min;
     } else if (p->cfg.mode == PCOLL_ACCUMULATE) {
         pc_reduce_sum(p->delivered, p->delivered, buf, p->count, p->dtype);
         spare = buf;
@@ -196,11 +205,11 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     if (dn->catch_up) d->caught_up += r - dn->first + 1;
     d->n_left_out = n_left;
     memcpy(p->left_out_d, p->left_out_h, sizeof(int) * (size_t)n_left);
-    d->active_last = (int)active;
-    if ((int)active < d->active_min) d->active_min = (int)active;
+    d->active_last = (int)active_last;
+    if ((int)active_min < d->active_min) d->active_min = (int)active_min;
     d->active_total += (uint64_t)active;
     d->contributions += (uint64_t)contribs;
-    d->contributions_last = (uint64_t)contribs;
+    d->contributions_last = (uint64_t)contribs_last;
     d->root_last = root;
     d->sync_last = (flags & PC_ROUND_SYNC) != 0;
     d->parked += (uint64_t)parked;

@@ -50,7 +50,9 @@
 #include <unistd.h>
 
 static void interleave(void);
+static int may_keep(int rank);
 #define PC_SHM_INTERLEAVE(where) interleave()
+#define PC_SHM_MAY_KEEP(rank) may_keep(rank)
 #include "partial/backend_shm.c"
 
 #include "unit_check.h"
@@ -77,6 +79,11 @@ static unsigned rnd(void)
 
 static _Thread_local int my_rank = -1;
 static atomic_int frozen = -1; /* the rank whose threads stop at their next step */
+static atomic_int thawing = -1; /* the rank frozen last, until it took what was kept */
+
+/* only a frozen rank is silent here, however slowly a sanitizer runs the
+ * others (then one rank at a time has results kept) */
+static int may_keep(int rank) { return atomic_load(&frozen) == rank || atomic_load(&thawing) == rank; }
 
 /* a frozen rank's threads wait here until it is let go */
 static void stop_if_frozen(void)
@@ -161,6 +168,7 @@ static void env_activated(void *owner, uint64_t round, int root, uint32_t flags)
     (void)flags;
 }
 static atomic_llong catch_ups, left_outs;
+static atomic_int freezes, freezes_wanted; /* an application ends only after that many */
 
 static void env_completed(void *owner, const pc_round_done_t *d, void *buf)
 {
@@ -184,6 +192,12 @@ static void env_completed(void *owner, const pc_round_done_t *d, void *buf)
     for (int i = P; i < COUNT; i++) TCHECK(res[i] == res[i % P]); /* whole contributions, never torn */
     pc_trailer_get(&rk->env, buf, &x->active, &x->contributions);
     x->root = d->root;
+    if (d->catch_up) { /* the round-by-round figures agree with the trailer's sum (REPLACE: the last round's) */
+        int acc = rk->env.mode == PCOLL_ACCUMULATE;
+        TCHECK((acc ? d->active_total : d->active_last) == x->active);
+        TCHECK((acc ? d->contributions : d->contributions_last) == x->contributions);
+        TCHECK(d->active_min <= d->active_last && d->active_total >= d->active_last);
+    }
     if (d->catch_up) atomic_fetch_add(&catch_ups, 1);
     TCHECK(!d->left_out || rk->env.exclude_ns); /* only rounds that may go on without a rank leave one out */
     if (d->left_out) atomic_fetch_add(&left_outs, 1);
@@ -228,6 +242,10 @@ static void *app_thread(void *arg)
     }
     rk->b->ops->want(rk->b, 0);
     free(v);
+    while (atomic_load(&freezes) < atomic_load(&freezes_wanted)) { /* the holders' rounds go on meanwhile */
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
     atomic_store(&rk->app_done, 1);
     /* like a flush: wait for the last round, asking to be kicked for it
      * (a rank that asks for nothing learns of rounds only when it looks) */
@@ -328,6 +346,8 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
     atomic_store(&finishing, 0);
     atomic_store(&stop_holders, 0);
     atomic_store(&final_round, 0);
+    atomic_store(&freezes, 0);
+    atomic_store(&freezes_wanted, freeze_ms ? 6 : 0);
     memset(&object, 0, sizeof object);
     object.kind = "partial";
     int local[MAXP];
@@ -373,23 +393,24 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
     }
     atomic_store(&catch_ups, 0);
     atomic_store(&left_outs, 0);
-    int freezes = 0;
     for (int j = 0; j < P; j++)
         while (!atomic_load(&ranks[j].app_done)) {
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
-            if (freeze_ms && rnd() % 8 == 0) { /* one rank stops for freeze_ms */
+            if (freeze_ms && rnd() % 3 == 0) { /* one rank stops for freeze_ms */
                 int x = (int)(rnd() % (unsigned)P);
+                atomic_store(&thawing, x);
                 atomic_store(&frozen, x);
                 struct timespec f = {0, freeze_ms * 1000000L};
                 nanosleep(&f, NULL);
                 atomic_store(&frozen, -1);
-                freezes++;
                 /* one silent rank at a time: the next freeze waits until
                  * this one took what was kept for it */
                 const shm_backend_t *s = (const shm_backend_t *)ranks[x].b;
                 while ((atomic_load(&ctl_of(s, x)->consumed) & CONS_OWED) && !atomic_load(&ranks[x].app_done))
                     sched_yield();
+                atomic_store(&thawing, -1);
+                atomic_fetch_add(&freezes, 1);
             }
         }
     atomic_store(&finishing, 1);
@@ -471,7 +492,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
            mode == PCOLL_ACCUMULATE ? "accumulate" : "replace", pc_policy_kind_name(kind), (unsigned long long)rounds,
            (long long)given);
     if (freeze_ms) {
-        printf("; %d freezes of %d ms, %lld catch-ups, %lld rounds completed with a rank left out", freezes,
+        printf("; %d freezes of %d ms, %lld catch-ups, %lld rounds completed with a rank left out", atomic_load(&freezes),
                freeze_ms, (long long)atomic_load(&catch_ups), (long long)atomic_load(&left_outs));
         CHECK(atomic_load(&catch_ups) > 0 && atomic_load(&left_outs) > 0); /* rounds went on without a frozen rank */
     }
