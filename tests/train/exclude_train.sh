@@ -6,7 +6,9 @@
 # step must run, and every gradient must be delivered once at every rank.
 # With messages (PCOLL_PARTIAL_SHM_BYTES=0) rounds still wait for it: the
 # run must end the same way, with no round left out.  `timeout` turns a hang
-# into a failure.
+# into a failure.  The solo run's timeline must show the rounds that left
+# rank 1 out at the others and its catch-up at rank 1, and pcoll-trace must
+# merge it.
 #   exclude_train.sh <pcoll-train> <python3> <mpiexec and its flags...>
 set -u
 train=$1 py=$2
@@ -50,7 +52,18 @@ PY
 }
 
 mpi="$*"
-run shm solo
+run shm solo --timeline "$dir/tl"
+"$py" - "$dir/tl" <<'PY' || fail "the timeline does not show rank 1 left out and caught up"
+import json, sys
+ev = {r: [json.loads(l) for l in open(f"{sys.argv[1]}.{r}.jsonl") if '"left_out"' in l] for r in range(4)}
+others = [e for r in (0, 2, 3) for e in ev[r] if e.get("ranks") == [1] and not e["catch_up"]]
+mine = [e for e in ev[1] if e["catch_up"] and e["first"] <= e["round"]]
+print(f"exclude_train: timeline: {len(others)} left_out events naming rank 1 at ranks 0, 2, 3; rank 1 caught up "
+      + ", ".join(f"rounds {e['first']}..{e['round']}" for e in mine))
+sys.exit(0 if others and mine else 1)
+PY
+"$(dirname "$train")/pcoll-trace" merge "$dir/tl" -o "$dir/merged.json" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "pcoll-trace merge failed"; }
+grep -q "unknown event" "$dir/out" && { cat "$dir/out"; fail "pcoll-trace does not know an event"; }
 run shm majority
 run shm quorum:2
 run shm wagma --sync-every 0
