@@ -450,8 +450,9 @@ static int go_without(shm_backend_t *s, uint64_t r)
      * only (a CAS), so that a look at an older round cannot reset it */
     uint32_t tag = (uint32_t)(r + 1), now = clock_ms();
     uint64_t at = atomic_load(&s->nc->blocked_at);
+    uint64_t mine = (uint64_t)tag << 32 | now;
     while ((uint32_t)(at >> 32) != tag && (int32_t)(tag - (uint32_t)(at >> 32)) > 0)
-        if (atomic_compare_exchange_weak(&s->nc->blocked_at, &at, (uint64_t)tag << 32 | now)) at = (uint64_t)tag << 32 | now;
+        if (atomic_compare_exchange_weak(&s->nc->blocked_at, &at, mine)) at = mine;
     int timed = (uint32_t)(at >> 32) == tag && now - (uint32_t)at >= s->exclude_ms;
     int clear = 1;
     for (int i = 0; i < s->nlocal; i++) {

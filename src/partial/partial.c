@@ -410,7 +410,14 @@ static void nudge(void *arg) { pc_driver_nudge(arg); }
 static int wait_for(pcoll_partial_t *p, wait_target_t *w, const char *fn)
 {
     p->be->ops->want(p->be, w->rounds ? w->rounds : atomic_load(&p->rounds_completed) + 1);
-    pc_wait_t wait = {.fn = fn, .done = reached, .arg = w, .describe = describe, .describe_arg = w, .object = p->base.id, .channel = p->base.channel, .object_watches = p->needs_park};
+    pc_wait_t wait = {.fn = fn,
+                      .done = reached,
+                      .arg = w,
+                      .describe = describe,
+                      .describe_arg = w,
+                      .object = p->base.id,
+                      .channel = p->base.channel,
+                      .object_watches = p->needs_park};
     if (p->be->ops->nudge && p->be->env.exclude_ns) { /* rounds may go on without a silent rank */
         wait.nudge = nudge;
         wait.nudge_arg = p;

@@ -492,8 +492,9 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
            mode == PCOLL_ACCUMULATE ? "accumulate" : "replace", pc_policy_kind_name(kind), (unsigned long long)rounds,
            (long long)given);
     if (freeze_ms) {
-        printf("; %d freezes of %d ms, %lld catch-ups, %lld rounds completed with a rank left out", atomic_load(&freezes),
-               freeze_ms, (long long)atomic_load(&catch_ups), (long long)atomic_load(&left_outs));
+        printf("; %d freezes of %d ms, %lld catch-ups, %lld rounds completed with a rank left out",
+               atomic_load(&freezes), freeze_ms, (long long)atomic_load(&catch_ups),
+               (long long)atomic_load(&left_outs));
         CHECK(atomic_load(&catch_ups) > 0 && atomic_load(&left_outs) > 0); /* rounds went on without a frozen rank */
     }
     printf("\n");

@@ -471,7 +471,8 @@ static const char *common_help =
     "                  with a real run's observer\n"
     "  --json          pcoll-bench's keys: bench, mode, ranks, bytes, skew_us,\n"
     "                  avg_latency_us, nap, members, data_phase,\n"
-    "                  sent_bytes_per_round, rounds_per_iter, speedup_vs_mpi,\n"
+    "                  sent_bytes_per_round, rounds_per_iter, left_out_rounds\n"
+    "                  (0: no simulated rank falls silent), speedup_vs_mpi,\n"
     "                  latency_us_by_rank; then the {\"bench\": \"sim\"} line\n";
 
 static void print_results(const char *bench, int json, int per_rank)
@@ -513,6 +514,7 @@ static void print_results(const char *bench, int json, int per_rank)
                 tool_json_str(&j, "data_phase", phase);
                 tool_json_num(&j, "sent_bytes_per_round", per_round);
                 tool_json_num(&j, "rounds_per_iter", rounds / P);
+                if (m->kind != M_MPI) tool_json_num(&j, "left_out_rounds", 0); /* no simulated rank falls silent */
                 if (mpi_latency > 0) tool_json_num(&j, "speedup_vs_mpi", mpi_latency / lat);
                 tool_json_nums(&j, "latency_us_by_rank", by_rank, (size_t)P);
                 tool_json_end(&j, stdout);
