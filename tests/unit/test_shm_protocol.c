@@ -85,9 +85,14 @@ static atomic_int thawing = -1; /* the rank frozen last, until it took what was 
  * others (then one rank at a time has results kept) */
 static int may_keep(int rank) { return atomic_load(&frozen) == rank || atomic_load(&thawing) == rank; }
 
-/* a frozen rank's threads wait here until it is let go */
-static void stop_if_frozen(void)
+static atomic_int frozen_mid_step; /* 1: at any step of the protocol; 0: only between
+                                       them (a process stopped in its own work) */
+
+/* a frozen rank's threads wait here until it is let go (mid_step: a point
+ * inside a step of the protocol) */
+static void stop_if_frozen(int mid_step)
 {
+    if (mid_step && !atomic_load(&frozen_mid_step)) return;
     while (my_rank >= 0 && atomic_load(&frozen) == my_rank) {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
@@ -96,7 +101,7 @@ static void stop_if_frozen(void)
 
 static void interleave(void)
 {
-    stop_if_frozen();
+    stop_if_frozen(1);
     unsigned r = rnd() % 64;
     if (r < 16)
         sched_yield();
@@ -231,7 +236,7 @@ static void *app_thread(void *arg)
     rng_state = 1000u + (unsigned)rk->me;
     double *v = calloc(COUNT, sizeof(double));
     for (int k = 0; k < K; k++) {
-        stop_if_frozen();
+        stop_if_frozen(0);
         double x = (double)(rk->me * K + k + 1);
         for (int i = rk->me; i < COUNT; i += P) v[i] = x;
         rk->b->ops->contribute(rk->b, v, choose_waiting, NULL);
@@ -270,7 +275,7 @@ static void *holder_thread(void *arg)
     TCHECK(atomic_load(&rk->listening));
     int final_mine = 0;
     while (!atomic_load(&stop_holders)) {
-        stop_if_frozen();
+        stop_if_frozen(0);
         if (atomic_exchange(&rk->kicked, 0)) b->ops->kick(b);
         /* as a waiting application would, every so often */
         if (rk->env.exclude_ns && rnd() % 16 == 0) b->ops->nudge(b);
@@ -400,6 +405,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
             if (freeze_ms && rnd() % 3 == 0) { /* one rank stops for freeze_ms */
                 int x = (int)(rnd() % (unsigned)P);
                 atomic_store(&thawing, x);
+                atomic_store(&frozen_mid_step, atomic_load(&freezes) % 2); /* half of them between steps */
                 atomic_store(&frozen, x);
                 struct timespec f = {0, freeze_ms * 1000000L};
                 nanosleep(&f, NULL);
