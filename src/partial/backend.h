@@ -135,7 +135,7 @@ typedef struct pc_backend_ops {
     void (*want)(pc_backend_t *b, uint64_t round);
 
     /* -- any thread -- */
-    /* A waiting thread's look, every quarter of env.exclude_ns, for rounds
+    /* A waiting thread's look, every PC_SILENCE_NUDGES-th of env.exclude_ns (silence.h), for rounds
      * held up by a silent rank (NULL: rounds always wait for every rank). */
     void (*nudge)(pc_backend_t *b);
     uint64_t (*done)(const pc_backend_t *b);      /* rounds whose result exists */

@@ -71,6 +71,7 @@
 #include "backend.h"
 #include "internode.h"
 #include "policy.h"
+#include "silence.h"
 
 /* Test builds may define it to yield or spin at the protocol's steps
  * (tests/unit/test_shm_protocol.c): forced interleavings. */
@@ -143,7 +144,7 @@ typedef struct node_ctl {
     atomic_ullong owner[2];    /* the slot's record is (being) written for owner - 1 */
     atomic_ullong blocked;     /* rounds whose blocked sum woke the ranks behind */
     char pad2[LINE - 6 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
-    atomic_ullong blocked_at;  /* a blocked round r: (r + 1) << 32 | since when (ms); 32 bits each */
+    atomic_ullong blocked_for; /* how long a round has been blocked (silence.h; what: round + 1) */
     char pad3[LINE - sizeof(atomic_ullong)];
 } node_ctl_t;
 
@@ -165,8 +166,8 @@ typedef struct shm_backend {
     int owing;        /* rounds go on without a silent rank (PCOLL_EXCLUDE_MS):
                          each rank has an owed buffer after its pending ones */
     uint32_t exclude_ms;
-    uint64_t *pinged;  /* per rank: the ping this rank asked it (0: none) */
-    uint32_t *ping_ms; /* and when */
+    uint64_t *pinged;    /* per rank: the ping this rank asked it (0: none) */
+    uint64_t *ping_wait; /* and how long it has waited for the answer (silence.h) */
     int *sum_members; /* the summer's (one at a time: rounds are summed in order) */
     int *own_members; /* the token holder's */
     /* token holder */
@@ -378,7 +379,8 @@ static void sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int
  *
  *   round r's slot still holds r - 2, which rank j has not copied:
  *     j has had results kept (CONS_OWED), or round r has been blocked on
- *     it for PCOLL_EXCLUDE_MS: j is silent, and whoever looks keeps the
+ *     it for PCOLL_EXCLUDE_MS (summed over the looks of the ranks here:
+ *     silence.h): j is silent, and whoever looks keeps the
  *     result for it: consumed[j] c -> c | STEAL, add (REPLACE: copy) j's
  *     result of c into its owed buffer, consumed[j] = (c + 1) | OWED
  *   j copying a result itself: consumed[j] c -> c | BUSY first (a CAS:
@@ -446,14 +448,14 @@ static int keep_for(shm_backend_t *s, int j, uint64_t c)
  * it for those that are silent; 1 if none is behind now. */
 static int go_without(shm_backend_t *s, uint64_t r)
 {
-    /* the clock of round r starts at its first look here: moved forward
-     * only (a CAS), so that a look at an older round cannot reset it */
-    uint32_t tag = (uint32_t)(r + 1), now = clock_ms();
-    uint64_t at = atomic_load(&s->nc->blocked_at);
-    uint64_t mine = (uint64_t)tag << 32 | now;
-    while ((uint32_t)(at >> 32) != tag && (int32_t)(tag - (uint32_t)(at >> 32)) > 0)
-        if (atomic_compare_exchange_weak(&s->nc->blocked_at, &at, mine)) at = mine;
-    int timed = (uint32_t)(at >> 32) == tag && now - (uint32_t)at >= s->exclude_ms;
+    /* how long round r has been blocked, summed over the looks of every
+     * rank here (silence.h: a pause of everyone counts a quarter) */
+    uint32_t what = (uint32_t)(r + 1), now = clock_ms();
+    uint64_t w = atomic_load(&s->nc->blocked_for), next;
+    while ((next = pc_silence_look(w, what, now, s->exclude_ms)) != w &&
+           !atomic_compare_exchange_weak(&s->nc->blocked_for, &w, next))
+        ;
+    int timed = pc_silence_reached(next, what, s->exclude_ms);
     int clear = 1;
     for (int i = 0; i < s->nlocal; i++) {
         int j = s->local[i];
@@ -733,11 +735,11 @@ static int shm_silent(pc_backend_t *b, int rank, int probe)
     if (!probe) return 0;
     if (s->pinged[rank] == 0 || atomic_load(&c->pong) >= s->pinged[rank]) { /* answered: ask again */
         s->pinged[rank] = atomic_fetch_add(&c->ping, 1) + 1;
-        s->ping_ms[rank] = clock_ms();
         kick(s, rank);
-        return 0;
     }
-    return clock_ms() - s->ping_ms[rank] >= s->exclude_ms;
+    uint32_t what = (uint32_t)s->pinged[rank];
+    s->ping_wait[rank] = pc_silence_look(s->ping_wait[rank], what, clock_ms(), s->exclude_ms);
+    return pc_silence_reached(s->ping_wait[rank], what, s->exclude_ms);
 }
 
 /* A waiting thread's look (backend.h): a round blocked on a silent rank
@@ -816,7 +818,7 @@ static void release(shm_backend_t *s)
     free(s->sum_members);
     free(s->own_members);
     free(s->pinged);
-    free(s->ping_ms);
+    free(s->ping_wait);
     free(s->local);
     free(s->leaders);
     free(s);
@@ -915,8 +917,8 @@ static shm_backend_t *new_backend(const pc_backend_env_t *env)
     s->local = malloc(sizeof(int) * (size_t)env->P);
     s->leaders = malloc(sizeof(int) * (size_t)env->P);
     s->pinged = calloc((size_t)env->P, sizeof(uint64_t));
-    s->ping_ms = calloc((size_t)env->P, sizeof(uint32_t));
-    if (!s->sum_members || !s->own_members || !s->local || !s->leaders || !s->pinged || !s->ping_ms) {
+    s->ping_wait = calloc((size_t)env->P, sizeof(uint64_t));
+    if (!s->sum_members || !s->own_members || !s->local || !s->leaders || !s->pinged || !s->ping_wait) {
         release(s);
         return NULL;
     }

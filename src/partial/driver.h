@@ -37,7 +37,7 @@ void pc_driver_close(pcoll_partial_t *p);
  * leader decides); PC_ARR_FLUSH, PC_ARR_FREE: for the leader.  quiet: the
  * caller waits next (it runs the task itself). */
 int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet);
-/* Application thread, waiting for a round every quarter of PCOLL_EXCLUDE_MS:
+/* Application thread, waiting for a round every PC_SILENCE_NUDGES-th of PCOLL_EXCLUDE_MS:
  * the backend looks for rounds held up by a silent rank; a MAJORITY leader
  * asks the initiator it waits for whether it is alive (and stands in for it
  * once it has been silent that long). */

@@ -29,6 +29,7 @@
 #include "../util/parse.h"
 #include "driver.h"
 #include "object.h"
+#include "silence.h"
 
 /* ---- configuration ---- */
 
@@ -421,7 +422,7 @@ static int wait_for(pcoll_partial_t *p, wait_target_t *w, const char *fn)
     if (p->be->ops->nudge && p->be->env.exclude_ns) { /* rounds may go on without a silent rank */
         wait.nudge = nudge;
         wait.nudge_arg = p;
-        wait.nudge_s = (double)p->be->env.exclude_ns * 1e-9 / 4;
+        wait.nudge_s = (double)p->be->env.exclude_ns * 1e-9 / PC_SILENCE_NUDGES;
     }
     int rc = pc_block(p->base.ctx, &wait);
     p->be->ops->want(p->be, 0);
