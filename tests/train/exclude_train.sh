@@ -7,8 +7,9 @@
 # With messages (PCOLL_PARTIAL_SHM_BYTES=0) rounds still wait for it: the
 # run must end the same way, with no round left out.  `timeout` turns a hang
 # into a failure.  The solo run's timeline must show the rounds that left
-# rank 1 out at the others and its catch-up at rank 1, and pcoll-trace must
-# merge it.
+# rank 1 out at the others and its catch-up at rank 1, pcoll-trace must
+# merge it, and its report must name rank 1 (and only it) as left out and
+# caught up.
 #   exclude_train.sh <pcoll-train> <python3> <mpiexec and its flags...>
 set -u
 train=$1 py=$2
@@ -64,6 +65,16 @@ sys.exit(0 if others and mine else 1)
 PY
 "$(dirname "$train")/pcoll-trace" merge "$dir/tl" -o "$dir/merged.json" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "pcoll-trace merge failed"; }
 grep -q "unknown event" "$dir/out" && { cat "$dir/out"; fail "pcoll-trace does not know an event"; }
+"$(dirname "$train")/pcoll-trace" report --json "$dir/merged.json" >"$dir/report.json" 2>"$dir/out" ||
+    { cat "$dir/out"; fail "pcoll-trace report failed"; }
+"$py" - "$dir/report.json" <<'PY' || fail "pcoll-trace report does not name rank 1 as the silent rank"
+import json, sys
+ranks = json.load(open(sys.argv[1]))["ranks"]
+got = [(r["left_out_rounds"], r["caught_up"], r["caught_up_rounds"]) for r in ranks]
+print("exclude_train: pcoll-trace report: (left_out_rounds, caught_up, caught_up_rounds) per rank:", got)
+ok = got[1][0] > 0 and got[1][1] >= 1 and got[1][2] >= got[1][0] and all(g == (0, 0, 0) for i, g in enumerate(got) if i != 1)
+sys.exit(0 if ok else 1)
+PY
 run shm majority
 run shm quorum:2
 run shm wagma --sync-every 0

@@ -399,6 +399,48 @@ static int cmp_preduce(const tr_event_t *x, const tr_event_t *y)
     return 0;
 }
 
+/* ---- rounds that went on without silent ranks (PCOLL_EXCLUDE_MS) ---- */
+
+static int cmp_left_out(const tr_event_t *x, const tr_event_t *y)
+{
+    CMP_FIELD(x->obj, y->obj);
+    CMP_FIELD(x->u.round.round, y->u.round.round);
+    CMP_FIELD(x->rank, y->rank);
+    return 0;
+}
+
+/* Every rank that completes a round reports the ranks it left out: a round
+ * counts once for each rank named at any of them.  A catch-up counts at the
+ * rank that made it. */
+static void left_out(const trace_t *t, analysis_t *a)
+{
+    size_t n;
+    size_t *idx = collect(t, TR_LEFT_OUT, cmp_left_out, &n);
+    unsigned char *named = xcalloc((size_t)a->ranks, 1);
+    for (size_t b = 0, e; b < n; b = e) {
+        const tr_event_t *first = &t->events[idx[b]];
+        memset(named, 0, (size_t)a->ranks);
+        for (e = b; e < n; e++) {
+            const tr_event_t *ev = &t->events[idx[e]];
+            if (ev->obj != first->obj || ev->u.round.round != first->u.round.round) break;
+            if (ev->flag) { /* a catch-up: rounds first..round, at its rank */
+                rank_stats_t *s = &a->rank[ev->rank];
+                s->caught_up++;
+                if (ev->u.round.round >= ev->u.round.root)
+                    s->caught_up_rounds += (size_t)(ev->u.round.round - ev->u.round.root + 1);
+                continue;
+            }
+            for (int32_t i = 0; ev->group >= 0 && i < t->nmembers[ev->group]; i++) {
+                int32_t r = t->members[ev->group][i];
+                if (r < a->ranks) named[r] = 1;
+            }
+        }
+        for (int r = 0; r < a->ranks; r++) a->rank[r].left_out_rounds += named[r];
+    }
+    free(named);
+    free(idx);
+}
+
 /* Per group: the count, each call's wait for its group (lateness is not
  * scored per group: see iteration_steps) */
 static void group_waits(const trace_t *t, analysis_t *a)
@@ -824,6 +866,7 @@ void analyze(const trace_t *t, analysis_t *a)
     iteration_steps(t, a);
     fusion_waiting(t, a);
     fusion_buckets(t, a);
+    left_out(t, a);
     time_shares(t, a);
     summarize_ranks(a);
     a->clock.ok = a->clock.violations == 0;

@@ -26,6 +26,8 @@ typedef struct rank_stats {
     double *preduce_wait_ms;
     size_t npreduce, cap_preduce;
     double preduce_median_ms, preduce_max_ms; /* NaN without preduce calls */
+    size_t left_out_rounds;  /* rounds (of any object) that went on without it while it was silent */
+    size_t caught_up, caught_up_rounds; /* its catch-ups, and the rounds they held */
     double traced_us;   /* its first event's start to its last event's end */
     double calls_us;    /* the union of its calls' spans (of every kind) */
     double compute_share;

@@ -38,7 +38,7 @@ static const struct {
     {"allreduce", "X", TR_ALLREDUCE},       {"partial_call", "X", TR_PARTIAL_CALL}, {"preduce", "X", TR_PREDUCE},
     {"fusion_bucket", "X", TR_FUSION_BUCKET}, {"fusion_wait", "X", TR_FUSION_WAIT}, {"wait", "X", TR_PREDUCE_WAIT},
     {"round_start", "i", TR_ROUND_START},   {"round", "i", TR_ROUND},               {"fusion_plan", "i", TR_FUSION_PLAN},
-    {"fusion_ready", "i", TR_FUSION_READY}, {"stall", "i", TR_STALL},
+    {"fusion_ready", "i", TR_FUSION_READY}, {"stall", "i", TR_STALL},           {"left_out", "i", TR_LEFT_OUT},
 };
 
 /* The type of an event the report or the picture uses; -1 for the others */
@@ -97,14 +97,14 @@ static void members_fit(trace_t *t)
     t->members_cap = cap;
 }
 
-/* An allreduce's member list: interned as its JSON text, its ranks kept
- * the first time it is seen */
-static int arg_group(reader_t *r, const json_value_t *args, int32_t *out)
+/* A list of ranks (an allreduce's members, the ranks a round left out):
+ * interned as its JSON text, its ranks kept the first time it is seen */
+static int arg_ranks(reader_t *r, const json_value_t *args, const char *name, const char *key, int32_t *out)
 {
-    const json_value_t *g = json_get(args, "group");
+    const json_value_t *g = json_get(args, key);
     *out = -1;
     if (!g || g->type == JSON_NULL) return 0;
-    if (g->type != JSON_ARRAY) return bad_event(r, "\"allreduce\" event: args.group is not a list of ranks");
+    if (g->type != JSON_ARRAY) return bad_event(r, "\"%s\" event: args.%s is not a list of ranks", name, key);
     r->scratch.len = 0;
     json_write_value(&r->scratch, g);
     trace_t *t = r->t;
@@ -117,7 +117,7 @@ static int arg_group(reader_t *r, const json_value_t *args, int32_t *out)
         const json_value_t *m = g->u.arr.items[i];
         if (m->type != JSON_NUMBER || !m->u.num.is_int || m->u.num.i < 0 || m->u.num.i > INT32_MAX) {
             free(ranks);
-            return bad_event(r, "\"allreduce\" event: args.group holds something that is not a rank");
+            return bad_event(r, "\"%s\" event: args.%s holds something that is not a rank", name, key);
         }
         ranks[i] = (int32_t)m->u.num.i;
     }
@@ -167,7 +167,9 @@ static int type_fields(reader_t *r, const json_value_t *args, const char *name, 
 {
     double wait_ns;
     switch ((tr_type_t)e->type) {
-    case TR_ALLREDUCE: e->label = arg_label(r, args, "allreduce:", "algo"); return arg_group(r, args, &e->group);
+    case TR_ALLREDUCE:
+        e->label = arg_label(r, args, "allreduce:", "algo");
+        return arg_ranks(r, args, name, "group", &e->group);
     case TR_PARTIAL_CALL: return partial_fields(r, args, e);
     case TR_ROUND_START:
     case TR_ROUND: return round_fields(r, args, name, e);
@@ -190,6 +192,13 @@ static int type_fields(reader_t *r, const json_value_t *args, const char *name, 
         return arg_obj(r, args, name, &e->obj) || arg_int(r, args, name, "step", &e->u.fusion.step) ||
                arg_int(r, args, name, "bucket", &e->u.fusion.index);
     case TR_FUSION_WAIT: return arg_obj(r, args, name, &e->obj) || arg_int(r, args, name, "step", &e->u.fusion.step);
+    case TR_LEFT_OUT: {
+        int64_t catch_up = 0;
+        json_get_int(args, "catch_up", &catch_up);
+        e->flag = catch_up != 0;
+        return arg_obj(r, args, name, &e->obj) || arg_int(r, args, name, "round", &e->u.round.round) ||
+               arg_int(r, args, name, "first", &e->u.round.root) || arg_ranks(r, args, name, "ranks", &e->group);
+    }
     case TR_MARK_B:
     case TR_MARK_E: e->label = strtab_intern(&r->t->strings, name, strlen(name)); return 0;
     default: return 0;

@@ -23,7 +23,8 @@ typedef enum tr_type {
     TR_STALL,
     TR_MARK_B,
     TR_MARK_E,
-    TR_PREDUCE_WAIT /* the wait span nested in a preduce */
+    TR_PREDUCE_WAIT, /* the wait span nested in a preduce */
+    TR_LEFT_OUT      /* rounds that went on without silent ranks, or a catch-up */
 } tr_type_t;
 
 typedef enum partial_fn { FN_ALLREDUCE, FN_DEPOSIT, FN_FLUSH } partial_fn_t;
@@ -33,14 +34,14 @@ typedef struct tr_event {
     int32_t rank, tid;
     int32_t obj;   /* interned `obj` JSON text; -1 without one */
     int32_t label; /* interned: allreduce algo, partial kind, preduce policy, mark name */
-    int32_t group; /* allreduce: interned member list, -1 for every rank */
+    int32_t group; /* allreduce: interned member list, -1 for every rank; left_out: the ranks */
     uint8_t type;  /* tr_type_t */
-    uint8_t flag;  /* round, round_start: sync; partial_call: waited; preduce: failed */
+    uint8_t flag;  /* round, round_start: sync; partial_call: waited; preduce: failed; left_out: catch-up */
     uint8_t fn;    /* partial_call: partial_fn_t */
     union {
         struct {
             int64_t round, root;
-        } round; /* round, round_start; partial_call: round (-1 for a flush) */
+        } round; /* round, round_start; partial_call: round (-1 for a flush); left_out: round, first (root) */
         struct {
             int64_t group_id, iteration; /* iteration: the rank's, as it called */
             double wait_us;

@@ -99,6 +99,21 @@ static void text_straggler(const analysis_t *a)
            s->late_median_ms, s->last, s->exchanges);
 }
 
+/* Only when a rank was silent (PCOLL_EXCLUDE_MS): who, and for how many rounds */
+static void text_left_out(const analysis_t *a)
+{
+    int any = 0;
+    for (int r = 0; r < a->ranks; r++) any |= a->rank[r].left_out_rounds || a->rank[r].caught_up;
+    if (!any) return;
+    printf("\nsilent ranks (rounds went on without them, PCOLL_EXCLUDE_MS):\n");
+    for (int r = 0; r < a->ranks; r++) {
+        const rank_stats_t *s = &a->rank[r];
+        if (s->left_out_rounds || s->caught_up)
+            printf("rank %d: left out of %zu rounds; caught up %zu rounds in %zu catch-ups\n", r, s->left_out_rounds,
+                   s->caught_up_rounds, s->caught_up);
+    }
+}
+
 static void text_share_cell(double exchange, double waiting)
 {
     char cell[32];
@@ -174,6 +189,7 @@ static void text_report(const trace_t *t, const analysis_t *a)
     text_ranks(a);
     printf("\n");
     text_straggler(a);
+    text_left_out(a);
     printf("\n");
     text_shares(a);
     text_fusion(t, a);
@@ -199,7 +215,8 @@ static void json_rank(const analysis_t *a, int r)
     json_key_number("p90", s->late_p90_ms, 1);
     json_key_number("max", s->late_max_ms, 1);
     json_key_number("mean", s->late_mean_ms, 1);
-    printf("},\"missed_rounds\":%zu", s->missed_rounds);
+    printf("},\"missed_rounds\":%zu,\"left_out_rounds\":%zu,\"caught_up\":%zu,\"caught_up_rounds\":%zu",
+           s->missed_rounds, s->left_out_rounds, s->caught_up, s->caught_up_rounds);
     json_key_number("wait_caused_s", s->caused_us / 1e6, 1);
     json_key_number("wait_avoided_s", s->avoided_us / 1e6, 1);
     printf(",\"preduce_wait_ms\":");
