@@ -229,26 +229,27 @@ static inline int64_t pc_load_int(const void *at, pcoll_dtype_t t)
     }
 }
 
-/* The allreduce of a round's data (count + PC_TRAILER elements, in place)
- * over n members, this rank the idx-th: the message backend's over the
- * round's members, the node leaders' over the leaders.  With the algorithm
- * for rounds (PC_USE_ROUND: never direct unless forced). */
-/* A round's allreduce of count elements (the trailer included) over n
- * members, this rank the idx-th: its spec and algorithm (the simulator
- * builds the same, without data). */
+/* The allreduce of a round's data (count + PC_TRAILER elements) over n
+ * members, this rank the idx-th: the message backend's over the round's
+ * members (out of place: PC_SLOT_IN, the parts the round took, is only
+ * read, so that a round can be given up and its parts put back), the node
+ * leaders' over the leaders (in place, in PC_SLOT_OUT).  With the algorithm
+ * for rounds (PC_USE_ROUND: never direct unless forced).  pc_round_spec:
+ * its spec and algorithm (the simulator builds the same, without data). */
 static inline pcoll_allreduce_algo_t pc_round_spec(size_t count, pcoll_dtype_t dtype, pcoll_allreduce_algo_t forced,
-                                                   size_t small_bytes, int n, int idx, pc_allreduce_spec_t *spec)
+                                                   size_t small_bytes, int n, int idx, int inplace,
+                                                   pc_allreduce_spec_t *spec)
 {
-    *spec = (pc_allreduce_spec_t){n, idx, count + PC_TRAILER, dtype, PCOLL_SUM, 1, 0, 0, 0};
+    *spec = (pc_allreduce_spec_t){n, idx, count + PC_TRAILER, dtype, PCOLL_SUM, inplace, 0, 0, 0};
     size_t bytes = (count + PC_TRAILER) * pcoll_dtype_size(dtype);
     return pc_allreduce_choose(PC_USE_ROUND, forced, PCOLL_ALGO_AUTO, 0, small_bytes, bytes, n);
 }
 
 static inline int pc_round_sched_build(const pc_backend_env_t *env, pcoll_allreduce_algo_t forced, size_t small_bytes,
-                                       int n, int idx, pc_sched_t **out)
+                                       int n, int idx, int inplace, pc_sched_t **out)
 {
     pc_allreduce_spec_t spec;
-    pcoll_allreduce_algo_t algo = pc_round_spec(env->count, env->dtype, forced, small_bytes, n, idx, &spec);
+    pcoll_allreduce_algo_t algo = pc_round_spec(env->count, env->dtype, forced, small_bytes, n, idx, inplace, &spec);
     return pc_allreduce_build(&spec, algo, out);
 }
 

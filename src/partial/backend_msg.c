@@ -9,8 +9,8 @@
  *     forward on unused links above h        the application is not writing
  *     (algo/activation.c)                    its contribution:
  *                                              take pending, write trailer,
- *                                              allreduce in place over the
- *                                              round's members (channel,
+ *                                              allreduce (out of place) over
+ *                                              the round's members (channel,
  *                                              round r): every rank, or for
  *                                              GROUP this rank's group
  *                                            done: env.completed, start r+1
@@ -86,7 +86,7 @@ typedef struct msg_backend {
     /* token holder */
     act_slot_t *slot;          /* nslots, round r in slot[r % nslots] */
     int nslots;
-    pc_sched_t *sched;         /* the data phase over all ranks: an allreduce in place */
+    pc_sched_t *sched;         /* the data phase over all ranks: an allreduce */
     group_sched_t *groups;     /* over groups (GROUP) */
     int ngroups;
     int *members;              /* the running round's (P ints) */
@@ -95,7 +95,8 @@ typedef struct msg_backend {
     uint64_t running_round;
     uint32_t running_flags;
     int running_root, running_parked;
-    void *round_buf;
+    void *round_in;            /* the running round's parts (its input, kept as it is) */
+    void *round_buf;           /* and its result */
     int finishing;             /* the last round is done: collecting FINs */
     pc_links_t links;          /* activation links and FINs among every rank */
     pc_task_t kick_task;       /* a deferred start, posted by the application */
@@ -263,7 +264,7 @@ static void round_done(pc_sched_t *s, int status, void *arg);
 /* The round's allreduce over n members, this rank the idx-th. */
 static int build(msg_backend_t *m, int n, int idx, pc_sched_t **out)
 {
-    return pc_round_sched_build(&m->base.env, m->forced, m->small_bytes, n, idx, out);
+    return pc_round_sched_build(&m->base.env, m->forced, m->small_bytes, n, idx, 0, out);
 }
 
 /* The schedule of round r (activated with flags), bound to its members;
@@ -306,23 +307,25 @@ static void try_start(msg_backend_t *m)
         pthread_mutex_unlock(&m->lock);
         return;
     }
-    void *fresh = env->buffer(env->owner);
-    if (!fresh) {
+    void *fresh = env->buffer(env->owner), *buf = env->buffer(env->owner);
+    if (!fresh || !buf) {
         pthread_mutex_unlock(&m->lock);
+        if (fresh) env->release(env->owner, fresh);
+        if (buf) env->release(env->owner, buf);
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the data of a round");
         return;
     }
-    void *buf;
+    void *in;
     int64_t contribs;
     int zero = m->pending_contribs == 0; /* nothing ever put there: contribute zeros */
     if (env->mode == PCOLL_ACCUMULATE) {
-        buf = m->pending; /* swapped out: the round takes everything pending */
+        in = m->pending; /* swapped out: the round takes everything pending */
         m->pending = fresh;
         contribs = (int64_t)m->pending_contribs;
         m->pending_contribs = 0;
     } else {
-        buf = fresh; /* REPLACE: the latest contribution stays for later rounds */
-        if (!zero) memcpy(buf, m->pending, env->count * env->esize);
+        in = fresh; /* REPLACE: the latest contribution stays for later rounds */
+        if (!zero) memcpy(in, m->pending, env->count * env->esize);
         contribs = !zero; /* a rank that never contributed adds zeros */
     }
     /* active: waiting for this round here, or counted by the leader as parked
@@ -334,10 +337,11 @@ static void try_start(msg_backend_t *m)
     PC_DEBUG("partial ch%u: start round %llu active %d contributions %lld", env->obj->channel, (unsigned long long)r,
              active, (long long)contribs);
 
-    if (zero) memset(buf, 0, env->count * env->esize);
-    pc_trailer_set(env, buf, active, contribs);
+    if (zero) memset(in, 0, env->count * env->esize);
+    pc_trailer_set(env, in, active, contribs);
     pc_sched_t *sched = round_sched(m, r, slot->flags);
     if (!sched) {
+        env->release(env->owner, in);
         env->release(env->owner, buf);
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the schedule of a group");
         return;
@@ -348,7 +352,9 @@ static void try_start(msg_backend_t *m)
     m->running_flags = slot->flags;
     m->running_root = slot->root;
     m->running_parked = parked;
+    m->round_in = in;
     m->round_buf = buf;
+    pc_sched_bind(sched, PC_SLOT_IN, in);
     pc_sched_bind(sched, PC_SLOT_OUT, buf);
     pc_sched_set_tags(sched, pc_tag_base(pc_engine_tags(env->engine), env->obj->channel, r), NULL);
     pc_sched_on_done(sched, round_done, m);
@@ -370,10 +376,12 @@ static void round_done(pc_sched_t *s, int status, void *arg)
         char what[400];
         snprintf(what, sizeof what, "round %llu failed: %s", (unsigned long long)m->running_round,
                  pc_sched_fault(s)->msg);
+        env->release(env->owner, m->round_in);
         env->release(env->owner, m->round_buf);
         env->failed(env->owner, status, what);
         return;
     }
+    env->release(env->owner, m->round_in);
     uint64_t r = m->running_round;
     atomic_store(&m->done, r + 1);
     pc_round_done_t d = {.first = r, .round = r, .root = m->running_root, .flags = m->running_flags,

@@ -45,8 +45,8 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
     pc_links_init(&in->links, n, node, leaders);
     for (int i = 0; i < 2; i++) in->slot[i].round = UINT64_MAX;
     /* as the message backend's rounds (leaders join one by one as the
-     * activation reaches them) */
-    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, &in->sched);
+     * activation reaches them), in place in the node sum */
+    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, 1, &in->sched);
     if (rc != PCOLL_SUCCESS) {
         free(in);
         return rc;

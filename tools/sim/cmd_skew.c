@@ -160,7 +160,7 @@ static pc_sched_t *round_sched(part_t *p, uint64_t round, uint32_t flags)
     if (!*slot) {
         pc_allreduce_spec_t spec;
         pcoll_allreduce_algo_t algo = pc_round_spec(p->o->count, PCOLL_FLOAT32, PCOLL_ALGO_AUTO, sim_small_bytes(), n, idx,
-                                                     &spec);
+                                                     0, &spec);
         spec.no_data = 1;
         if (pc_allreduce_build(&spec, algo, slot) != PCOLL_SUCCESS) {
             fprintf(stderr, "pcoll-sim: a round's schedule could not be built\n");
