@@ -30,7 +30,8 @@
 # Environment: BUILD, MPIRUN (as demo.sh), NPS ("4 8"), ALGOS ("solo sync"),
 # REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), TIMEOUT_S (2: the
 # PCOLL_TIMEOUT_S that finds the dead rank), STOP_S (5), STOP_ALGOS ("solo
-# majority quorum:2 wagma wagma-tau0"), RESTART_VICTIM (0), OUT
+# majority quorum:2 wagma wagma-tau0"), STOP_PHASES ("shm messages"),
+# RESTART_VICTIM (0), OUT
 # (results/failure).  About 45 minutes on 2 cores with the defaults.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,7 +93,7 @@ for np in $nps; do
         for algo in ${STOP_ALGOS:-solo majority quorum:2 wagma wagma-tau0}; do
             flags="--algo $algo"
             [ "$algo" = wagma-tau0 ] && flags="--algo wagma --sync-every 0"
-            for phase in shm messages; do
+            for phase in ${STOP_PHASES:-shm messages}; do
                 echo "failure-experiment: stop, $np ranks, $algo, $phase, run $rep" >&2
                 shm=""
                 [ $phase = messages ] && shm="-x PCOLL_PARTIAL_SHM_BYTES=0"
