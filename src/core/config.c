@@ -101,9 +101,10 @@ static const var_t vars[] = {
       "partial objects up to this size run their rounds in node-shared memory (0: never)", "", 1},
      V_BYTES, FIELD(partial_shm_bytes), 0, 0},
     {{"PCOLL_EXCLUDE_MS", "a whole number in 0..3600000", PC_STR(PC_EXCLUDE_MS_DEFAULT),
-      "partial rounds in node-shared memory go on without a rank whose progress engine has not copied a result "
-      "for this long (a stopped process): its published part is taken as it stands, its results are kept and "
-      "delivered at once when it answers again (0: wait for every rank, as synchronous rounds always do)",
+      "partial rounds go on without a rank whose progress engine has not answered for this long (a stopped "
+      "process): in node-shared memory its published part is taken as it stands; by messages (solo, majority, "
+      "quorum) the others go on in a view without it; what it missed is kept and delivered at once when it "
+      "answers again (0: wait for every rank, as synchronous rounds always do)",
       "", 1},
      V_INT, FIELD(exclude_ms), 0, 3600000},
     {{"PCOLL_TUNING_FILE", "a file written by pcoll-bench allreduce --tune, or empty", "",

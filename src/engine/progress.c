@@ -173,13 +173,18 @@ static int post_message(pc_engine_t *e, int is_send, void *buf, size_t bytes, in
                         int *nposted)
 {
     MPI_Comm comm = o.sched ? e->comm : e->ctrl_comm;
+    int mpi_peer = peer; /* peer: in the engine's communicator (doorbells, messages) */
+    if (o.sched && pc_sched_comm(o.sched)) {
+        comm = *(const MPI_Comm *)pc_sched_comm(o.sched);
+        mpi_peer = pc_sched_comm_peer(o.sched, o.step >= 0 ? pc_sched_step_peer(o.sched, o.step) : 0);
+    }
     size_t off = 0;
     *nposted = 0;
     do {
         size_t len = bytes - off < PC_CHUNK_BYTES ? bytes - off : PC_CHUNK_BYTES;
         MPI_Request r;
-        int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, peer, tag, comm, &r)
-                         : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, peer, tag, comm, &r);
+        int rc = is_send ? MPI_Isend((char *)buf + off, (int)len, MPI_BYTE, mpi_peer, tag, comm, &r)
+                         : MPI_Irecv((char *)buf + off, (int)len, MPI_BYTE, mpi_peer, tag, comm, &r);
         if (rc != MPI_SUCCESS) {
             char why[MPI_MAX_ERROR_STRING];
             snprintf(e->msg_error, sizeof e->msg_error, "%s rank %d (tag %d, %zu bytes) failed: %s",
@@ -304,6 +309,22 @@ void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status)
             int rc = MPI_Cancel(&e->reqs[i]);
             if (rc != MPI_SUCCESS) pc_log(PCOLL_LOG_WARN, "MPI_Cancel of an abandoned receive failed (code %d)", rc);
         }
+    }
+}
+
+void pc_engine_let_go(pc_engine_t *e, pc_sched_t *s)
+{
+    for (int i = 0; i < e->nreqs;) {
+        owner_t *o = &e->owners[i];
+        if (o->sched != s || !o->abandoned || !o->is_send) {
+            i++;
+            continue;
+        }
+        MPI_Request_free(&e->reqs[i]); /* MPI finishes it, or not, on its own */
+        e->nabandoned--;
+        e->nreqs--;
+        e->reqs[i] = e->reqs[e->nreqs];
+        e->owners[i] = e->owners[e->nreqs];
     }
 }
 

@@ -108,6 +108,11 @@ int pc_engine_run(pc_engine_t *e, pc_sched_t *s);
  * posted messages completed or were cancelled (a send to a rank that never
  * receives may keep it from firing: the caller keeps the schedule). */
 void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status);
+/* Holder, after pc_engine_abandon: its sends are let go (MPI_Request_free:
+ * a send to a rank that never receives it no longer keeps the engine
+ * polling).  The run's on_done then never fires, and its buffers and the
+ * schedule must stay as they are for good. */
+void pc_engine_let_go(pc_engine_t *e, pc_sched_t *s);
 
 /* Holder: a message with a completion callback.  A `listener`
  * receive is one that may wait indefinitely (activation, arrivals): while only

@@ -59,6 +59,8 @@ struct pc_sched {
     int recv_base;
     const int *send_bases; /* by group index, or NULL */
     const int *ranks;      /* group index -> rank, or NULL */
+    const void *comm;      /* an MPI_Comm, or NULL: the engine's */
+    const int *comm_ranks; /* group index -> rank in comm */
     struct pc_nodebar *barrier; /* barrier steps' members, or NULL */
     pc_sched_done_fn on_done;
     void *done_arg;
@@ -464,6 +466,17 @@ void pc_sched_abort(pc_sched_t *s, int status)
 
 void pc_sched_bind_ranks(pc_sched_t *s, const int *ranks) { s->ranks = ranks; }
 int pc_sched_peer_rank(const pc_sched_t *s, int index) { return s->ranks ? s->ranks[index] : index; }
+
+void pc_sched_set_comm(pc_sched_t *s, const void *comm, const int *comm_ranks)
+{
+    s->comm = comm;
+    s->comm_ranks = comm_ranks;
+}
+const void *pc_sched_comm(const pc_sched_t *s) { return s->comm; }
+int pc_sched_comm_peer(const pc_sched_t *s, int index)
+{
+    return s->comm ? (s->comm_ranks ? s->comm_ranks[index] : index) : pc_sched_peer_rank(s, index);
+}
 
 void pc_sched_set_tags(pc_sched_t *s, int recv_base, const int *send_bases)
 {

@@ -120,6 +120,14 @@ void pc_sched_on_done(pc_sched_t *s, pc_sched_done_fn fn, void *arg);
  * (NULL: index i is rank i).  The array must outlive the runs. */
 void pc_sched_bind_ranks(pc_sched_t *s, const int *ranks);
 int pc_sched_peer_rank(const pc_sched_t *s, int index);
+/* The communicator of the next runs' messages: comm points to an MPI_Comm
+ * (opaque here) and comm_ranks[i] is group index i's rank in it (NULL
+ * comm: the engine's, with the ranks of the group map).  The group map
+ * still names the ranks of the engine's communicator (doorbells, stall
+ * reports).  Both must outlive the runs. */
+void pc_sched_set_comm(pc_sched_t *s, const void *comm, const int *comm_ranks);
+const void *pc_sched_comm(const pc_sched_t *s);
+int pc_sched_comm_peer(const pc_sched_t *s, int index);
 /* Tags of the next runs: a receive uses recv_base | tagstep, a send to index
  * i send_bases[i] | tagstep (send_bases NULL: recv_base as well).  The array
  * must outlive the runs. */

@@ -57,6 +57,8 @@ typedef struct pc_obj_msg {
     uint64_t round;
     int32_t root;       /* initiator, or sender */
     int32_t counted;    /* 1: a bitmap of P bits follows */
+    uint32_t epoch;     /* the sender's view (backend_msg.c; 0: the first) */
+    uint32_t unused_;
 } pc_obj_msg_t;
 
 enum {
@@ -65,7 +67,12 @@ enum {
     PC_MSG_FREE = 3,      /* to the leader: I am freeing the object         */
     PC_MSG_BACKEND = 16,  /* and above: the backend's own                   */
     PC_MSG_ACTIVATE = 16, /* links.h: round, flags, root, [counted]         */
-    PC_MSG_FIN = 17       /* links.h: the sender's last message on a link   */
+    PC_MSG_FIN = 17,      /* links.h: the sender's last message on a link   */
+    PC_MSG_PING = 18,     /* backend_msg.c: are you alive? (round: a number) */
+    PC_MSG_PONG = 19,     /* the answer (round: the ping's number)          */
+    PC_MSG_SUSPECT = 20,  /* to the coordinator: rank root is silent        */
+    PC_MSG_FREEZE = 21,   /* a new view (epoch; bitmap: its left-out ranks) */
+    PC_MSG_JOIN = 22      /* to the coordinator: take me back               */
 };
 
 /* A round (or rounds) complete at this rank, as env.completed hears of it. */

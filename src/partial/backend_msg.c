@@ -48,64 +48,13 @@
 #include "../core/stall.h"
 #include "../engine/reduce.h"
 #include "../util/log.h"
-#include "backend.h"
-#include "links.h"
+#include "backend_msg.h"
 #include "policy.h"
 
-typedef struct act_slot {
-    uint64_t round;
-    int activated;
-    int root;
-    uint32_t flags;
-    uint64_t used_links; /* links this rank already forwarded on */
-    int has_counted;
-    unsigned char *counted; /* ranks counted as parked by the leader */
-} act_slot_t;
-
-/* an allreduce schedule over n members, this rank the idx-th */
-typedef struct group_sched {
-    int n, idx;
-    pc_sched_t *sched;
-} group_sched_t;
-
-typedef struct msg_backend {
-    pc_backend_t base;
-    pcoll_allreduce_algo_t forced;
-    size_t small_bytes;
-    pthread_mutex_t lock;
-    void *pending;             /* (L) contributions not yet taken */
-    uint64_t pending_contribs; /* (L) contributions in pending (0: it is zero,
-                                      whatever its bytes; REPLACE: ever made) */
-    int adding;                /* (L) the application writes pending */
-    int start_deferred;        /* (L) a round waits for `adding` to clear */
-    uint64_t waiting_from;     /* (L) the application waits for rounds >= this
-                                      (UINT64_MAX: not) */
-    uint64_t activated_upto;   /* (L) rounds < this are activated here */
-    uint64_t rounds_started;   /* (L) rounds whose data phase began here */
-    atomic_ullong done;        /* rounds completed here */
-    /* token holder */
-    act_slot_t *slot;          /* nslots, round r in slot[r % nslots] */
-    int nslots;
-    pc_sched_t *sched;         /* the data phase over all ranks: an allreduce */
-    group_sched_t *groups;     /* over groups (GROUP) */
-    int ngroups;
-    int *members;              /* the running round's (P ints) */
-    pc_sched_t *running_sched;
-    int running;
-    uint64_t running_round;
-    uint32_t running_flags;
-    int running_root, running_parked;
-    void *round_in;            /* the running round's parts (its input, kept as it is) */
-    void *round_buf;           /* and its result */
-    int finishing;             /* the last round is done: collecting FINs */
-    pc_links_t links;          /* activation links and FINs among every rank */
-    pc_task_t kick_task;       /* a deferred start, posted by the application */
-    atomic_int kick_posted;
-} msg_backend_t;
-
-static msg_backend_t *M(pc_backend_t *b) { return (msg_backend_t *)b; }
+static msg_backend_t *M(pc_backend_t *b) { return pc_msg_of(b); }
 
 static void try_start(msg_backend_t *m);
+void pc_msg_try_start(msg_backend_t *m) { try_start(m); }
 
 static void kick_task(pc_engine_t *e, void *arg)
 {
@@ -236,25 +185,34 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
     return first;
 }
 
-static void msg_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
+/* An activation or FIN of this view (also a held one, at its install). */
+int pc_msg_handle(msg_backend_t *m, int src, const void *msg, size_t bytes)
 {
-    msg_backend_t *m = M(b);
+    pc_backend_t *b = &m->base;
     const pc_backend_env_t *env = &b->env;
     const pc_obj_msg_t *h = msg;
     int link = pc_links_from(&m->links, src);
     if (link < 0) {
         pc_log(PCOLL_LOG_ERROR, "partial: activation from rank %d, which is not a link source", src);
-        return;
+        return 0;
     }
     if (h->type == PC_MSG_FIN) {
         if (pc_links_fin(&m->links, link)) env->drained(env->owner);
     } else if (h->type == PC_MSG_ACTIVATE) {
         if (h->counted && bytes < sizeof *h + env->bitmap_bytes) {
             pc_log(PCOLL_LOG_ERROR, "partial: a truncated activation from rank %d", src);
-            return;
+            return 0;
         }
         msg_activate(b, h->round, h->root, h->flags, h->counted ? (const unsigned char *)(h + 1) : NULL, link);
     }
+    return 1;
+}
+
+static void msg_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
+{
+    msg_backend_t *m = M(b);
+    if (pc_msg_view_message(m, src, msg, bytes)) return; /* the view's, another view's, or held */
+    pc_msg_handle(m, src, msg, bytes);
 }
 
 /* ---- data phase ---- */
@@ -272,6 +230,8 @@ static int build(msg_backend_t *m, int n, int idx, pc_sched_t **out)
 static pc_sched_t *round_sched(msg_backend_t *m, uint64_t r, uint32_t flags)
 {
     const pc_backend_env_t *env = &m->base.env;
+    pc_sched_t *view = pc_msg_view_sched(m);
+    if (view) return view; /* rounds over the view's ranks, on its communicator */
     int n = pc_policy_members(&env->policy, r, flags, env->me, m->members);
     if (n == env->P) return m->sched;
     int idx = 0;
@@ -294,11 +254,11 @@ static void try_start(msg_backend_t *m)
 {
     pc_backend_t *b = &m->base;
     const pc_backend_env_t *env = &b->env;
-    if (m->finishing || m->running) return;
+    if (m->finishing || m->running || atomic_load(&m->frozen) || m->left_me) return;
     pthread_mutex_lock(&m->lock);
     uint64_t r = m->rounds_started;
     act_slot_t *slot = &m->slot[r % (uint64_t)m->nslots];
-    if (slot->round != r || !slot->activated) {
+    if (slot->round != r || !slot->activated || !pc_msg_view_may_start(m, slot->flags)) {
         pthread_mutex_unlock(&m->lock);
         return;
     }
@@ -369,6 +329,7 @@ static void round_done(pc_sched_t *s, int status, void *arg)
 {
     msg_backend_t *m = arg;
     const pc_backend_env_t *env = &m->base.env;
+    if (pc_msg_view_run_done(m, s)) return; /* given up at a view change */
     m->running = 0;
     if (status != PCOLL_SUCCESS) {
         /* the round cannot be completed: the object fails (every call
@@ -381,11 +342,11 @@ static void round_done(pc_sched_t *s, int status, void *arg)
         env->failed(env->owner, status, what);
         return;
     }
-    env->release(env->owner, m->round_in);
     uint64_t r = m->running_round;
     atomic_store(&m->done, r + 1);
     pc_round_done_t d = {.first = r, .round = r, .root = m->running_root, .flags = m->running_flags,
                          .parked = m->running_parked};
+    pc_msg_view_completed(m, r, m->running_flags, m->running_root, m->round_buf, &d);
     env->completed(env->owner, &d, m->round_buf);
     if (!m->finishing) try_start(m); /* completed() may have closed us (the last round) */
 }
@@ -410,9 +371,9 @@ static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     int k = pc_sched_waiting_on(m->running_sched, peers, env->P);
     /* the schedule's peers are positions in the round's members (every
      * rank, or this rank's group) */
-    int group = m->running_sched != m->sched;
+    const int *ranks = m->running_sched == m->view_sched ? m->live : m->running_sched != m->sched ? m->members : NULL;
     for (int i = 0; i < k; i++)
-        pc_probe_fallback(p, group ? m->members[peers[i]] : peers[i],
+        pc_probe_fallback(p, ranks ? ranks[peers[i]] : peers[i],
                           "its part of the round has not arrived (its progress thread may be stopped)");
     free(peers);
 }
@@ -434,10 +395,14 @@ static int msg_gave(pc_backend_t *b, uint64_t r)
     return gave;
 }
 
+static void msg_nudge(pc_backend_t *b) { pc_msg_view_nudge(M(b)); }
+static int msg_silent(pc_backend_t *b, int rank, int probe) { return pc_msg_view_silent(M(b), rank, probe); }
+
 static void msg_destroy(pc_backend_t *b)
 {
     msg_backend_t *m = M(b);
-    pc_sched_free(m->sched);
+    if (!pc_msg_view_run_out(m, m->sched)) pc_sched_free(m->sched);
+    pc_msg_view_destroy(m);
     for (int i = 0; i < m->ngroups; i++) pc_sched_free(m->groups[i].sched);
     free(m->groups);
     for (int i = 0; m->slot && i < m->nslots; i++) free(m->slot[i].counted);
@@ -463,6 +428,8 @@ static const pc_backend_ops_t msg_ops = {
     .describe = msg_describe,
     .members = msg_members,
     .gave = msg_gave,
+    .nudge = msg_nudge,
+    .silent = msg_silent,
     .forwards = 1,
     .destroy = msg_destroy,
 };
@@ -474,6 +441,7 @@ int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t fo
     if (!m) return PCOLL_ERR_NOMEM;
     m->base.ops = &msg_ops;
     m->base.env = *env;
+    m->view_comm = MPI_COMM_NULL;
     m->forced = forced;
     m->small_bytes = small_bytes;
     pthread_mutex_init(&m->lock, NULL);
@@ -489,9 +457,11 @@ int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t fo
     int rc = m->pending && m->members && m->slot ? PCOLL_SUCCESS : PCOLL_ERR_NOMEM;
     for (int i = 0; rc == PCOLL_SUCCESS && i < m->nslots; i++)
         if (!(m->slot[i].counted = calloc(env->bitmap_bytes, 1))) rc = PCOLL_ERR_NOMEM;
-    if (rc == PCOLL_SUCCESS) rc = build(m, env->P, env->me, &m->sched); /* over every rank */
+    pc_sched_t *all = NULL;
+    if (rc == PCOLL_SUCCESS && (rc = build(m, env->P, env->me, &all)) == PCOLL_SUCCESS)
+        m->sched = all; /* over every rank */
+    if (rc == PCOLL_SUCCESS) rc = pc_msg_view_init(m);
     if (rc != PCOLL_SUCCESS) {
-        m->sched = NULL;
         msg_destroy(&m->base);
         return rc;
     }

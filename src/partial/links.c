@@ -21,6 +21,7 @@ void pc_links_init(pc_links_t *l, int n, int me, const int *ranks)
     l->ranks = ranks;
     l->fins_pending = all_links(n);
     l->closed = 0;
+    l->epoch = 0;
 }
 
 int pc_links_from(const pc_links_t *l, int src)
@@ -54,6 +55,7 @@ int pc_links_activate(const pc_links_t *l, const pc_backend_env_t *env, uint64_t
     out->round = round;
     out->root = root;
     out->counted = counted != NULL;
+    out->epoch = l->epoch;
     if (counted) memcpy(out + 1, counted, env->bitmap_bytes);
     for (int k = 0; mask; k++, mask >>= 1)
         if (mask & 1) env->send(env->owner, rank_of(l, pc_act_peer(l->n, l->me, k)), out, bytes);
@@ -67,6 +69,7 @@ int pc_links_close(pc_links_t *l, const pc_backend_env_t *env)
     memset(&fin, 0, sizeof fin);
     fin.type = PC_MSG_FIN;
     fin.root = env->me;
+    fin.epoch = l->epoch;
     l->closed = 1;
     for (int k = 0; k < pc_act_ndims(l->n); k++)
         env->send(env->owner, rank_of(l, pc_act_peer(l->n, l->me, k)), &fin, sizeof fin);

@@ -25,6 +25,7 @@ typedef struct pc_links {
     const int *ranks;     /* index -> rank (NULL: the index is the rank) */
     uint64_t fins_pending; /* in-links whose FIN has not come (mask) */
     int closed;           /* this participant sent its FINs */
+    uint32_t epoch;       /* written into its messages (pc_obj_msg_t.epoch) */
 } pc_links_t;
 
 /* ranks must outlive the links. */

@@ -1,0 +1,872 @@
+/*
+ * Rounds by messages that go on without a silent rank (PCOLL_EXCLUDE_MS):
+ * views of the message backend, for objects whose rounds sum over every
+ * rank (SOLO, MAJORITY, QUORUM; GROUP objects wait for every rank).
+ *
+ *   looking (a waiting application's nudge, on the token holder):
+ *     the running round has waited a quarter of the limit -> PING the
+ *     ranks it waits on; one that leaves a ping unanswered for the limit
+ *     (silence.h) -> SUSPECT to the coordinator (the view's lowest rank
+ *     not suspected)
+ *
+ *   the coordinator: FREEZE(epoch + 1, the new view's left-out ranks) to
+ *   every other rank, and the same here
+ *
+ *   FREEZE, at a rank of the new view:       at a rank it leaves out:
+ *     give the running round up               give the running round up,
+ *     (its parts copied aside), then a         keep its state, JOIN to the
+ *     helper thread:                           coordinator; FREEZE taking
+ *       MPI_Comm_create_group(its ranks)        it back later: as on the
+ *       allgather the snapshots (regroup.h)     left, with its kept state
+ *       the donor broadcasts round D - 1
+ *       keepers send ranks coming back
+ *       what they are owed
+ *     and the holder installs: rounds from D on, over the view's ranks, on
+ *     its communicator (messages of rounds given up are on older ones and
+ *     can never match); round D - 1 delivered, or parts put back
+ *
+ *   while a rank is left out, the coordinator that left it out keeps what
+ *   it is owed (the sum of the rounds without it; REPLACE: the last) and
+ *   sends it when it comes back: one catch-up delivery.
+ *
+ * Synchronous rounds (sync_every, flush, free) start only in a view that
+ * leaves nobody out: they wait for a left-out rank to come back.  Open MPI
+ * 4.1 allows this much (scripts/regroup-experiment.sh): communicators made
+ * among the live ranks while one is stopped, and messages of a round given
+ * up that never match on later communicators.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/stall.h"
+#include "../engine/reduce.h"
+#include "../engine/tags.h"
+#include "../util/log.h"
+#include "backend_msg.h"
+#include "silence.h"
+
+enum { VIEW_TAG_KIND = 1, TAG_META = 1, TAG_BORDER = 2, TAG_SUM = 3 };
+
+/* a run given up: its buffers stay until its on_done */
+typedef struct given_up {
+    struct given_up *next;
+    pc_sched_t *sched;
+    void *in, *buf;
+} given_up_t;
+
+/* Runs given up whose sends were let go never finish: at an object's end
+ * they stay here, with their buffers and schedules, for as long as the
+ * process lives (MPI may still read them). */
+static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
+static given_up_t *graveyard;
+
+/* what a keeper sends a rank coming back */
+typedef struct owed_meta {
+    uint64_t from, upto;
+    int64_t active_last, active_min, active_total, contributions, contributions_last;
+    uint32_t flags;
+    int32_t root, parked, has_border, has_sum, unused_;
+} owed_meta_t;
+
+/* one view change, from its FREEZE to its install */
+typedef struct change {
+    pc_task_t task;
+    msg_backend_t *m;
+    uint32_t epoch;
+    int keeper;              /* the coordinator that made it */
+    unsigned char *left;     /* its left-out ranks */
+    pc_regroup_snap_t mine;
+    void *parts;             /* this rank's parts of the round given up (a copy), or NULL */
+    /* the helper's results */
+    int status;
+    char what[200];
+    MPI_Comm comm;
+    int *live, nlive, me;
+    pc_regroup_snap_t *snaps;
+    pc_regroup_t plan;
+    void *received;          /* round D - 1 from the donor */
+    uint32_t received_flags;
+    int received_root;
+    owed_meta_t meta;        /* coming back: what the keeper sent */
+    void *border, *sum;
+} change_t;
+
+static uint32_t clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+static uint32_t limit_ms(const msg_backend_t *m)
+{
+    uint64_t ms = m->base.env.exclude_ns / 1000000u;
+    return ms ? (uint32_t)ms : 1;
+}
+
+static void set_bit(unsigned char *b, int i, int on)
+{
+    if (on) b[i / 8] |= (unsigned char)(1u << (i % 8));
+    else b[i / 8] &= (unsigned char)~(1u << (i % 8));
+}
+
+static int count_bits(const unsigned char *b, int P)
+{
+    int n = 0;
+    for (int i = 0; i < P; i++) n += pc_bit_get(b, i);
+    return n;
+}
+
+/* The view's coordinator: its lowest rank not left out and not in also_not. */
+static int coordinator(const msg_backend_t *m, const unsigned char *also_not)
+{
+    for (int r = 0; r < m->base.env.P; r++)
+        if (!pc_bit_get(m->left_out, r) && !(also_not && pc_bit_get(also_not, r))) return r;
+    return -1;
+}
+
+static void send_ctl(msg_backend_t *m, int peer, uint32_t type, uint32_t epoch, uint64_t round, int root,
+                     const unsigned char *bits)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    size_t bytes = sizeof(pc_obj_msg_t) + (bits ? env->bitmap_bytes : 0);
+    pc_obj_msg_t *h = calloc(1, bytes);
+    if (!h) return; /* no memory: the next look asks again */
+    h->type = type;
+    h->epoch = epoch;
+    h->round = round;
+    h->root = root;
+    h->counted = bits != NULL;
+    if (bits) memcpy(h + 1, bits, env->bitmap_bytes);
+    env->send(env->owner, peer, h, bytes);
+    free(h);
+}
+
+/* ---- state ---- */
+
+int pc_msg_view_init(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    int P = env->P;
+    m->view_comm = MPI_COMM_NULL;
+    m->kept_round = UINT64_MAX;
+    m->held_tail = &m->held;
+    m->excluding = env->exclude_ns > 0 && P >= 2 && env->policy.kind != PCOLL_PARTIAL_GROUP;
+    m->nlive = P;
+    m->live_me = env->me;
+    if (!m->excluding) return PCOLL_SUCCESS;
+    m->left_out = calloc(env->bitmap_bytes, 1);
+    m->suspected = calloc(env->bitmap_bytes, 1);
+    m->want_out = calloc(env->bitmap_bytes, 1);
+    m->want_in = calloc(env->bitmap_bytes, 1);
+    m->live = malloc(sizeof(int) * (size_t)P);
+    m->keeper = malloc(sizeof(int) * (size_t)P);
+    m->owed = calloc((size_t)P, sizeof *m->owed);
+    m->pinged = calloc((size_t)P, sizeof(uint64_t));
+    m->ponged = calloc((size_t)P, sizeof(uint64_t));
+    m->ping_wait = calloc((size_t)P, sizeof(uint64_t));
+    m->kept = malloc(env->bytes);
+    if (!m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
+        !m->pinged || !m->ponged || !m->ping_wait || !m->kept)
+        return PCOLL_ERR_NOMEM;
+    for (int r = 0; r < P; r++) {
+        m->live[r] = r;
+        m->keeper[r] = -1;
+    }
+    return PCOLL_SUCCESS;
+}
+
+static void owed_clear(msg_owed_t *o)
+{
+    free(o->sum);
+    free(o->border);
+    memset(o, 0, sizeof *o);
+}
+
+void pc_msg_view_destroy(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    if (m->owed)
+        for (int r = 0; r < env->P; r++) owed_clear(&m->owed[r]);
+    for (held_msg_t *h = m->held, *n; h; h = n) {
+        n = h->next;
+        free(h);
+    }
+    for (int i = 0; i < m->nold; i++)
+        if (!pc_msg_view_run_out(m, m->old_scheds[i])) pc_sched_free(m->old_scheds[i]);
+    if (!pc_msg_view_run_out(m, m->view_sched)) pc_sched_free(m->view_sched);
+    /* runs given up whose messages may still be out: to the graveyard */
+    if (m->given_up) {
+        given_up_t *last = m->given_up;
+        while (last->next) last = last->next;
+        pthread_mutex_lock(&graveyard_lock);
+        last->next = graveyard;
+        graveyard = m->given_up;
+        pthread_mutex_unlock(&graveyard_lock);
+        m->given_up = NULL;
+    }
+    free(m->old_scheds);
+    free(m->left_out);
+    free(m->suspected);
+    free(m->want_out);
+    free(m->want_in);
+    free(m->live);
+    free(m->keeper);
+    free(m->owed);
+    free(m->pinged);
+    free(m->ponged);
+    free(m->ping_wait);
+    free(m->kept);
+    if (m->kept_in) env->release(env->owner, m->kept_in);
+    if (m->view_comm != MPI_COMM_NULL) MPI_Comm_free(&m->view_comm);
+}
+
+pc_sched_t *pc_msg_view_sched(msg_backend_t *m) { return m->view_sched; }
+
+int pc_msg_view_may_start(const msg_backend_t *m, uint32_t flags)
+{
+    return m->n_left_out == 0 || !(flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE));
+}
+
+/* ---- rounds completed and given up ---- */
+
+static int64_t trailer_contributions(const pc_backend_env_t *env, const void *buf)
+{
+    int64_t active, contributions;
+    pc_trailer_get(env, buf, &active, &contributions);
+    return contributions;
+}
+
+/* Adds (REPLACE: copies) a round's result into what x is owed. */
+static int owe(msg_backend_t *m, msg_owed_t *o, uint64_t r, uint32_t flags, int root, const void *buf)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    int64_t active, contributions;
+    pc_trailer_get(env, buf, &active, &contributions);
+    int first = o->sum == NULL;
+    if (first && !(o->sum = malloc(env->bytes))) return PCOLL_ERR_NOMEM;
+    if (first || env->mode != PCOLL_ACCUMULATE) memcpy(o->sum, buf, env->bytes);
+    else pc_reduce_sum(o->sum, o->sum, buf, env->count + PC_TRAILER, env->dtype);
+    o->upto = r + 1;
+    o->active_last = active;
+    o->active_min = first || active < o->active_min ? active : o->active_min;
+    o->active_total += active;
+    o->contributions += contributions;
+    o->contributions_last = contributions;
+    o->flags = flags | (first ? 0 : o->flags & PC_ROUND_FLUSH);
+    o->root = root;
+    return PCOLL_SUCCESS;
+}
+
+void pc_msg_view_completed(msg_backend_t *m, uint64_t r, uint32_t flags, int root, const void *buf,
+                           pc_round_done_t *d)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    if (!m->excluding) {
+        env->release(env->owner, m->round_in);
+        return;
+    }
+    /* for a donor: the result; for this rank's own return: its parts */
+    memcpy(m->kept, buf, env->bytes);
+    m->kept_round = r;
+    m->kept_flags = flags;
+    m->kept_root = root;
+    if (m->kept_in) env->release(env->owner, m->kept_in);
+    m->kept_in = m->round_in;
+    m->round_in = NULL;
+    if (m->n_left_out == 0) return;
+    d->left_out = m->left_out;
+    for (int x = 0; x < env->P; x++)
+        if (pc_bit_get(m->left_out, x) && m->keeper[x] == env->me &&
+            owe(m, &m->owed[x], r, flags, root, buf) != PCOLL_SUCCESS)
+            env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to keep a round for a left-out rank");
+}
+
+int pc_msg_view_run_done(msg_backend_t *m, pc_sched_t *s)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    for (given_up_t **p = &m->given_up; *p; p = &(*p)->next) {
+        given_up_t *g = *p;
+        if (g->sched != s) continue;
+        *p = g->next;
+        env->release(env->owner, g->in);
+        env->release(env->owner, g->buf);
+        free(g);
+        return 1;
+    }
+    return 0;
+}
+
+/* Gives the running round up: its run is abandoned (its messages complete
+ * or not, as MPI decides: its buffers stay until then), its parts copied
+ * aside into *parts (NULL if no round ran).  1 if a round ran. */
+static int give_up(msg_backend_t *m, void **parts)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    *parts = NULL;
+    if (!m->running) return 0;
+    given_up_t *g = malloc(sizeof *g);
+    void *copy = env->buffer(env->owner);
+    if (!g || !copy) {
+        free(g);
+        if (copy) env->release(env->owner, copy);
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to give a round up");
+        return 0;
+    }
+    memcpy(copy, m->round_in, env->bytes);
+    *parts = copy;
+    *g = (given_up_t){m->given_up, m->running_sched, m->round_in, m->round_buf};
+    m->given_up = g;
+    m->running = 0;
+    m->round_in = m->round_buf = NULL;
+    pc_engine_abandon(env->engine, g->sched, PCOLL_ERR_TIMEOUT);
+    pc_engine_let_go(env->engine, g->sched);
+    return 1;
+}
+
+int pc_msg_view_run_out(const msg_backend_t *m, const pc_sched_t *s)
+{
+    for (const given_up_t *g = m->given_up; g; g = g->next)
+        if (g->sched == s) return 1;
+    return 0;
+}
+
+/* A round's parts go back into pending (ACCUMULATE; REPLACE keeps its
+ * latest contribution pending anyway). */
+static void put_back(msg_backend_t *m, const void *parts)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    if (!parts || env->mode != PCOLL_ACCUMULATE) return;
+    int64_t n = trailer_contributions(env, parts);
+    if (n <= 0) return; /* zeros: nothing was taken */
+    pthread_mutex_lock(&m->lock);
+    while (m->adding) { /* the application is adding: wait for its copy (short) */
+        pthread_mutex_unlock(&m->lock);
+        sched_yield();
+        pthread_mutex_lock(&m->lock);
+    }
+    if (m->pending_contribs == 0) memcpy(m->pending, parts, env->count * env->esize);
+    else pc_reduce_sum(m->pending, m->pending, parts, env->count, env->dtype);
+    m->pending_contribs += (uint64_t)n;
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* dst = a - b, element by element */
+static void diff(void *dst, const void *a, const void *b, size_t n, pcoll_dtype_t t)
+{
+    for (size_t i = 0; i < n; i++) switch (t) {
+        case PCOLL_FLOAT32: ((float *)dst)[i] = ((const float *)a)[i] - ((const float *)b)[i]; break;
+        case PCOLL_FLOAT64: ((double *)dst)[i] = ((const double *)a)[i] - ((const double *)b)[i]; break;
+        case PCOLL_INT32: ((int32_t *)dst)[i] = ((const int32_t *)a)[i] - ((const int32_t *)b)[i]; break;
+        default: ((int64_t *)dst)[i] = ((const int64_t *)a)[i] - ((const int64_t *)b)[i]; break;
+        }
+}
+
+/* ---- a view change ---- */
+
+static void change_free(change_t *c)
+{
+    const pc_backend_env_t *env = &c->m->base.env;
+    free(c->left);
+    free(c->live);
+    free(c->snaps);
+    if (c->parts) env->release(env->owner, c->parts);
+    if (c->received) env->release(env->owner, c->received);
+    free(c->border);
+    free(c->sum);
+    free(c);
+}
+
+static void change_fail(change_t *c, int status, const char *fmt, int code)
+{
+    if (c->status != PCOLL_SUCCESS) return;
+    c->status = status;
+    snprintf(c->what, sizeof c->what, fmt, code);
+}
+
+static void install(pc_engine_t *e, void *arg);
+
+/* The helper thread: the MPI calls that block (the token holder goes on
+ * meanwhile: it answers pings, holds the next views' messages). */
+static void *helper(void *arg)
+{
+    change_t *c = arg;
+    msg_backend_t *m = c->m;
+    const pc_backend_env_t *env = &m->base.env;
+    int P = env->P;
+    c->live = malloc(sizeof(int) * (size_t)P);
+    c->snaps = malloc(sizeof *c->snaps * (size_t)P);
+    if (!c->live || !c->snaps) {
+        change_fail(c, PCOLL_ERR_NOMEM, "no memory for a view change (%d)", 0);
+        goto out;
+    }
+    for (int r = 0; r < P; r++)
+        if (!pc_bit_get(c->left, r)) {
+            if (r == env->me) c->me = c->nlive;
+            c->live[c->nlive++] = r;
+        }
+    MPI_Group all, g;
+    int rc = MPI_Comm_group(env->ctx->comm, &all);
+    if (rc == MPI_SUCCESS) rc = MPI_Group_incl(all, c->nlive, c->live, &g);
+    int tag = pc_tag_ctrl(pc_engine_tags(env->engine), env->obj->channel, VIEW_TAG_KIND);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_create_group(env->ctx->comm, g, tag, &c->comm);
+    if (rc != MPI_SUCCESS) {
+        change_fail(c, PCOLL_ERR_MPI, "MPI_Comm_create_group for a view failed (code %d)", rc);
+        goto out;
+    }
+    MPI_Group_free(&g);
+    MPI_Group_free(&all);
+    rc = MPI_Allgather(&c->mine, sizeof c->mine, MPI_BYTE, c->snaps, sizeof c->mine, MPI_BYTE, c->comm);
+    if (rc == MPI_SUCCESS && pc_regroup_plan(c->snaps, c->nlive, &c->plan) != 0) rc = -1;
+    if (rc != MPI_SUCCESS) {
+        change_fail(c, PCOLL_ERR_INTERNAL, "a view change found rounds it cannot resolve (code %d)", rc);
+        goto out;
+    }
+    /* round D - 1 from the donor, to those that did not complete it */
+    if (c->plan.donor >= 0) {
+        uint64_t want = c->plan.resume - 1;
+        int32_t hdr[2] = {(int32_t)m->kept_flags, m->kept_root};
+        void *buf = m->kept;
+        if (c->me == c->plan.donor && m->kept_round != want)
+            change_fail(c, PCOLL_ERR_INTERNAL, "the donor of a view change does not have the round (%d)", 0);
+        if (c->me != c->plan.donor && !(buf = c->received = env->buffer(env->owner)))
+            change_fail(c, PCOLL_ERR_NOMEM, "no memory for a view change's round (%d)", 0);
+        MPI_Bcast(hdr, 2, MPI_INT32_T, c->plan.donor, c->comm);
+        MPI_Bcast(buf ? buf : m->kept, (int)env->bytes, MPI_BYTE, c->plan.donor, c->comm);
+        c->received_flags = (uint32_t)hdr[0];
+        c->received_root = hdr[1];
+        if (c->received && pc_regroup_action(&c->plan, &c->mine) != PC_REGROUP_RECEIVE) {
+            env->release(env->owner, c->received);
+            c->received = NULL;
+        }
+    }
+    /* ranks coming back: what their keepers kept for them */
+    for (int j = 0; j < c->nlive; j++) {
+        if (!c->snaps[j].left_out) continue;
+        int x = c->live[j], k = c->me == j ? m->left_keeper : m->keeper[x], kj = -1;
+        for (int i = 0; i < c->nlive; i++)
+            if (c->live[i] == k) kj = i;
+        if (kj < 0) {
+            if (c->me == j) pc_log(PCOLL_LOG_WARN, "partial: the rank that kept the rounds this rank missed is gone");
+            continue;
+        }
+        if (c->me == kj) {
+            msg_owed_t *o = &m->owed[x];
+            if (c->received) (void)owe(m, o, c->plan.resume - 1, c->received_flags, c->received_root, c->received);
+            owed_meta_t meta = {o->from, o->upto ? o->upto : o->from, o->active_last, o->active_min,
+                                o->active_total, o->contributions, o->contributions_last, o->flags,
+                                o->root, o->parked, o->border != NULL, o->sum != NULL, 0};
+            MPI_Send(&meta, sizeof meta, MPI_BYTE, j, TAG_META, c->comm);
+            if (o->border) MPI_Send(o->border, (int)env->bytes, MPI_BYTE, j, TAG_BORDER, c->comm);
+            if (o->sum) MPI_Send(o->sum, (int)env->bytes, MPI_BYTE, j, TAG_SUM, c->comm);
+        } else if (c->me == j) {
+            MPI_Recv(&c->meta, sizeof c->meta, MPI_BYTE, kj, TAG_META, c->comm, MPI_STATUS_IGNORE);
+            if (c->meta.has_border && (c->border = malloc(env->bytes)))
+                MPI_Recv(c->border, (int)env->bytes, MPI_BYTE, kj, TAG_BORDER, c->comm, MPI_STATUS_IGNORE);
+            if (c->meta.has_sum && (c->sum = malloc(env->bytes)))
+                MPI_Recv(c->sum, (int)env->bytes, MPI_BYTE, kj, TAG_SUM, c->comm, MPI_STATUS_IGNORE);
+            if ((c->meta.has_border && !c->border) || (c->meta.has_sum && !c->sum))
+                change_fail(c, PCOLL_ERR_NOMEM, "no memory for the rounds this rank missed (%d)", 0);
+        }
+    }
+out:
+    c->task.fn = install;
+    c->task.arg = c;
+    pc_engine_post_task(env->engine, &c->task, 0);
+    return NULL;
+}
+
+/* This rank's rounds freeze for the view (epoch, left); keeper made it. */
+static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, int keeper)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    void *parts = NULL;
+    int ran = give_up(m, &parts);
+    if (pc_bit_get(left, env->me)) { /* left out: ask to come back */
+        if (!m->left_me) {
+            m->left_snap = (pc_regroup_snap_t){atomic_load(&m->done), m->activated_upto, ran, 1};
+            m->left_parts = parts;
+            m->left_me = 1;
+            m->left_keeper = keeper;
+        } else if (parts) {
+            env->release(env->owner, parts);
+        }
+        m->epoch = epoch;
+        memcpy(m->left_out, left, env->bitmap_bytes);
+        m->n_left_out = count_bits(left, env->P);
+        send_ctl(m, keeper, PC_MSG_JOIN, epoch, 0, env->me, NULL);
+        return;
+    }
+    change_t *c = calloc(1, sizeof *c);
+    if (!c || !(c->left = malloc(env->bitmap_bytes))) {
+        free(c);
+        if (parts) env->release(env->owner, parts);
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for a view change");
+        return;
+    }
+    atomic_store(&m->frozen, 1);
+    c->m = m;
+    c->epoch = epoch;
+    c->keeper = keeper;
+    memcpy(c->left, left, env->bitmap_bytes);
+    c->comm = MPI_COMM_NULL;
+    c->me = -1;
+    if (m->left_me) { /* coming back: the state it was left out with */
+        c->mine = m->left_snap;
+        c->parts = m->left_parts;
+        m->left_parts = NULL;
+        if (parts) env->release(env->owner, parts);
+    } else {
+        pthread_mutex_lock(&m->lock);
+        uint64_t act = m->activated_upto;
+        pthread_mutex_unlock(&m->lock);
+        c->mine = (pc_regroup_snap_t){atomic_load(&m->done), act, ran, 0};
+        c->parts = parts;
+    }
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, helper, c) != 0) {
+        pthread_attr_destroy(&attr);
+        change_free(c);
+        env->failed(env->owner, PCOLL_ERR_INTERNAL, "no thread for a view change");
+        return;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+/* The coordinator: a view that leaves out (or takes back) the ranks asked
+ * for meanwhile. */
+static void start_change(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    unsigned char *left = malloc(env->bitmap_bytes);
+    if (!left) return; /* no memory: the next look asks again */
+    int changed = 0;
+    for (int r = 0; r < env->P; r++) {
+        int out = pc_bit_get(m->left_out, r);
+        int want = (out && !pc_bit_get(m->want_in, r)) || (!out && pc_bit_get(m->want_out, r) && r != env->me);
+        set_bit(left, r, want);
+        changed |= want != out;
+    }
+    memset(m->want_out, 0, env->bitmap_bytes);
+    memset(m->want_in, 0, env->bitmap_bytes);
+    if (changed && count_bits(left, env->P) < env->P) {
+        uint32_t epoch = m->epoch + 1;
+        for (int r = 0; r < env->P; r++)
+            if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, 0, env->me, left);
+        freeze(m, epoch, left, env->me);
+    }
+    free(left);
+}
+
+static void replay_held(msg_backend_t *m);
+
+/* The holder: the view the helper made becomes this rank's. */
+static void install(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    change_t *c = arg;
+    msg_backend_t *m = c->m;
+    const pc_backend_env_t *env = &m->base.env;
+    if (c->status != PCOLL_SUCCESS) {
+        env->failed(env->owner, c->status, c->what);
+        change_free(c);
+        return;
+    }
+    pc_sched_t *s = NULL;
+    int rc = pc_round_sched_build(env, m->forced, m->small_bytes, c->nlive, c->me, 0, &s);
+    pc_sched_t **old = realloc(m->old_scheds, sizeof *old * (size_t)(m->nold + 1));
+    if (rc != PCOLL_SUCCESS || !old) {
+        pc_sched_free(s);
+        if (old) m->old_scheds = old;
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for a view's schedule");
+        change_free(c);
+        return;
+    }
+    m->old_scheds = old;
+    if (m->view_sched) m->old_scheds[m->nold++] = m->view_sched; /* view 0's is m->sched */
+    /* the view (the old communicator stays: messages of rounds given up may
+     * still come on it) */
+    uint64_t D = c->plan.resume;
+    for (int x = 0; x < env->P; x++) {
+        int was = pc_bit_get(m->left_out, x), is = pc_bit_get(c->left, x);
+        if (is && !was) { /* left out now: its keeper keeps from D on */
+            m->keeper[x] = c->keeper;
+            if (c->keeper == env->me) {
+                msg_owed_t *o = &m->owed[x];
+                owed_clear(o);
+                o->from = o->upto = D;
+                const void *border = c->received ? c->received : m->kept_round + 1 == D ? m->kept : NULL;
+                if (D > 0 && border && (o->border = malloc(env->bytes))) memcpy(o->border, border, env->bytes);
+            }
+        } else if (was && !is) {
+            if (m->keeper[x] == env->me) owed_clear(&m->owed[x]);
+            m->keeper[x] = -1;
+        }
+    }
+    m->view_comm = c->comm; /* the old one is never freed (late messages) */
+    c->comm = MPI_COMM_NULL;
+    m->epoch = c->epoch;
+    memcpy(m->left_out, c->left, env->bitmap_bytes);
+    m->n_left_out = count_bits(c->left, env->P);
+    memcpy(m->live, c->live, sizeof(int) * (size_t)c->nlive);
+    m->nlive = c->nlive;
+    m->live_me = c->me;
+    m->view_sched = s;
+    pc_sched_bind_ranks(s, m->live);
+    pc_sched_set_comm(s, &m->view_comm, NULL);
+    pc_links_init(&m->links, m->nlive, m->live_me, m->live);
+    m->links.epoch = m->epoch;
+    memset(m->suspected, 0, env->bitmap_bytes);
+    memset(m->pinged, 0, sizeof(uint64_t) * (size_t)env->P);
+    memset(m->ponged, 0, sizeof(uint64_t) * (size_t)env->P);
+    memset(m->ping_wait, 0, sizeof(uint64_t) * (size_t)env->P);
+    m->run_wait = 0;
+
+    /* this rank's rounds */
+    if (m->left_me) { /* back: what it missed, as one catch-up */
+        int how = pc_regroup_return(c->meta.from, c->mine.done);
+        if (how == -2) {
+            env->failed(env->owner, PCOLL_ERR_INTERNAL, "a rank coming back is rounds away from the others");
+            change_free(c);
+            return;
+        }
+        if (how < 0 && m->kept_round != c->meta.from) {
+            env->failed(env->owner, PCOLL_ERR_INTERNAL, "a rank coming back does not have the round it completed");
+            change_free(c);
+            return;
+        }
+        if (how <= 0 && c->mine.running) put_back(m, c->parts);
+        if (how < 0) put_back(m, m->kept_in); /* its parts of the round it alone completed */
+        void *buf = env->buffer(env->owner);
+        int deliver = c->sum || (how == 1 && c->border) || (how < 0 && env->mode == PCOLL_ACCUMULATE);
+        if (deliver && !buf) {
+            env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the rounds this rank missed");
+            change_free(c);
+            return;
+        }
+        if (deliver) {
+            owed_meta_t *o = &c->meta;
+            int64_t contributions = o->contributions, active = o->active_total;
+            if (c->sum) memcpy(buf, c->sum, env->bytes);
+            else memset(buf, 0, env->bytes);
+            if (how == 1 && c->border) {
+                if (env->mode == PCOLL_ACCUMULATE && c->sum)
+                    pc_reduce_sum(buf, buf, c->border, env->count + PC_TRAILER, env->dtype);
+                else if (!c->sum)
+                    memcpy(buf, c->border, env->bytes);
+                int64_t a, n;
+                pc_trailer_get(env, c->border, &a, &n);
+                contributions += n;
+                active += a;
+            }
+            if (how < 0 && env->mode == PCOLL_ACCUMULATE) { /* less what it already had of round D */
+                diff(buf, buf, m->kept, env->count + PC_TRAILER, env->dtype);
+                int64_t a, n;
+                pc_trailer_get(env, m->kept, &a, &n);
+                contributions -= n;
+                active -= a;
+            }
+            uint64_t last = o->upto > 0 ? o->upto - 1 : 0, first = c->mine.done;
+            if (first > last) first = last;
+            pc_round_done_t d = {.first = first, .round = last, .root = o->root, .flags = o->flags,
+                                 .parked = o->parked, .catch_up = 1, .active_last = o->active_last,
+                                 .active_min = o->active_min, .active_total = active,
+                                 .contributions = contributions, .contributions_last = o->contributions_last};
+            env->completed(env->owner, &d, buf);
+        } else if (buf) {
+            env->release(env->owner, buf);
+        }
+        m->left_me = 0;
+    } else {
+        switch (pc_regroup_action(&c->plan, &c->mine)) {
+        case PC_REGROUP_RECEIVE: { /* round D - 1, as the others completed it */
+            pc_round_done_t d = {.first = D - 1, .round = D - 1, .root = c->received_root,
+                                 .flags = c->received_flags};
+            memcpy(m->kept, c->received, env->bytes);
+            m->kept_round = D - 1;
+            m->kept_flags = c->received_flags;
+            m->kept_root = c->received_root;
+            atomic_store(&m->done, D);
+            void *buf = c->received;
+            c->received = NULL;
+            env->completed(env->owner, &d, buf);
+            break;
+        }
+        case PC_REGROUP_PUT_BACK: put_back(m, c->parts); break;
+        case PC_REGROUP_NOTHING: break;
+        }
+    }
+    atomic_store(&m->done, D);
+    pthread_mutex_lock(&m->lock);
+    m->rounds_started = D;
+    if (m->activated_upto < D) m->activated_upto = D; /* every round before D is complete */
+    uint64_t act = m->activated_upto;
+    pthread_mutex_unlock(&m->lock);
+    /* rounds activated before the change: again, on the new links (the
+     * others take the first activation they get) */
+    for (uint64_t r = D; r < act; r++) {
+        act_slot_t *sl = &m->slot[r % (uint64_t)m->nslots];
+        if (sl->round != r || !sl->activated) continue;
+        sl->used_links = pc_links_forward(&m->links, -1);
+        pc_links_activate(&m->links, env, r, sl->root, sl->flags, sl->has_counted ? sl->counted : NULL,
+                          sl->used_links);
+    }
+    change_free(c);
+    atomic_store(&m->frozen, 0);
+    pc_log(PCOLL_LOG_INFO, "partial ch%u: view %u: %d ranks left out, rounds from %llu", env->obj->channel, m->epoch,
+           m->n_left_out, (unsigned long long)D);
+    replay_held(m);
+    if (env->me == coordinator(m, NULL) && count_bits(m->want_out, env->P) + count_bits(m->want_in, env->P) > 0)
+        start_change(m);
+    pc_msg_try_start(m);
+}
+
+/* ---- messages ---- */
+
+static void hold(msg_backend_t *m, int src, const void *msg, size_t bytes)
+{
+    held_msg_t *h = malloc(sizeof *h + bytes);
+    if (!h) return; /* no memory: lost like a message never sent (the next look asks again) */
+    h->next = NULL;
+    h->src = src;
+    h->bytes = bytes;
+    memcpy(h + 1, msg, bytes);
+    *m->held_tail = h;
+    m->held_tail = &h->next;
+}
+
+static void replay_held(msg_backend_t *m)
+{
+    held_msg_t *list = m->held;
+    m->held = NULL;
+    m->held_tail = &m->held;
+    while (list) {
+        held_msg_t *h = list;
+        list = h->next;
+        if (!pc_msg_view_message(m, h->src, h + 1, h->bytes)) pc_msg_handle(m, h->src, h + 1, h->bytes);
+        free(h);
+    }
+}
+
+int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    const pc_obj_msg_t *h = msg;
+    int frozen = atomic_load(&m->frozen);
+    switch (h->type) {
+    case PC_MSG_ACTIVATE:
+    case PC_MSG_FIN:
+        if (!m->excluding) return 0;
+        if (h->epoch < m->epoch) return 1; /* a view left: dropped */
+        if (h->epoch > m->epoch) {
+            hold(m, src, msg, bytes);
+            return 1;
+        }
+        return m->left_me; /* a left-out rank takes no rounds */
+    case PC_MSG_PING:
+        send_ctl(m, src, PC_MSG_PONG, h->epoch, h->round, env->me, NULL);
+        return 1;
+    case PC_MSG_PONG:
+        if (m->ponged && h->round > m->ponged[src]) m->ponged[src] = h->round;
+        return 1;
+    case PC_MSG_SUSPECT:
+        if (!m->excluding || h->epoch != m->epoch || h->root < 0 || h->root >= env->P) return 1;
+        set_bit(m->want_out, h->root, 1);
+        if (!frozen && !m->left_me) start_change(m);
+        return 1;
+    case PC_MSG_JOIN:
+        if (!m->excluding || h->root < 0 || h->root >= env->P) return 1;
+        if (pc_bit_get(m->left_out, h->root)) set_bit(m->want_in, h->root, 1);
+        if (!frozen && !m->left_me && pc_bit_get(m->want_in, h->root)) start_change(m);
+        return 1;
+    case PC_MSG_FREEZE:
+        if (!m->excluding || !h->counted || bytes < sizeof *h + env->bitmap_bytes) return 1;
+        if (h->epoch <= m->epoch) return 1; /* an old one */
+        if (frozen) {
+            hold(m, src, msg, bytes); /* after the install under way */
+            return 1;
+        }
+        freeze(m, h->epoch, (const unsigned char *)(h + 1), h->root);
+        return 1;
+    default: return 0;
+    }
+}
+
+/* ---- looking for silent ranks ---- */
+
+/* Pings rank j (again once it answered); 1 once it has left a ping
+ * unanswered for the limit. */
+static int probe(msg_backend_t *m, int j)
+{
+    if (m->pinged[j] == 0 || m->ponged[j] >= m->pinged[j]) {
+        m->pinged[j] = ++m->ping_seq;
+        send_ctl(m, j, PC_MSG_PING, m->epoch, m->pinged[j], m->base.env.me, NULL);
+    }
+    uint32_t what = (uint32_t)m->pinged[j];
+    m->ping_wait[j] = pc_silence_look(m->ping_wait[j], what, clock_ms(), limit_ms(m));
+    return pc_silence_reached(m->ping_wait[j], what, limit_ms(m));
+}
+
+/* Rank j is silent: the coordinator hears of it. */
+static void suspect(msg_backend_t *m, int j)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    if (pc_bit_get(m->suspected, j) || pc_bit_get(m->left_out, j)) return;
+    set_bit(m->suspected, j, 1);
+    pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d has not answered for %u ms: rounds go on without it",
+           env->obj->channel, j, limit_ms(m));
+    int c = coordinator(m, m->suspected);
+    if (c == env->me) {
+        set_bit(m->want_out, j, 1);
+        start_change(m);
+    } else if (c >= 0) {
+        send_ctl(m, c, PC_MSG_SUSPECT, m->epoch, 0, j, NULL);
+    }
+}
+
+static void look_task(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    msg_backend_t *m = arg;
+    const pc_backend_env_t *env = &m->base.env;
+    atomic_store(&m->look_posted, 0);
+    if (atomic_load(&m->frozen) || m->left_me || m->finishing || !m->running ||
+        (m->running_flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE))) {
+        m->run_wait = 0;
+        return;
+    }
+    uint32_t what = (uint32_t)(m->running_round + 1);
+    m->run_wait = pc_silence_look(m->run_wait, what, clock_ms(), limit_ms(m) / 4 ? limit_ms(m) / 4 : 1);
+    if (!pc_silence_reached(m->run_wait, what, limit_ms(m) / 4 ? limit_ms(m) / 4 : 1)) return;
+    int peers[64], *buf = env->P <= 64 ? peers : malloc(sizeof(int) * (size_t)env->P);
+    if (!buf) return;
+    int k = pc_sched_waiting_on(m->running_sched, buf, env->P);
+    for (int i = 0; i < k; i++) {
+        int j = m->running_sched == m->view_sched ? m->live[buf[i]] : buf[i];
+        if (j != env->me && probe(m, j)) suspect(m, j);
+    }
+    if (buf != peers) free(buf);
+}
+
+void pc_msg_view_nudge(msg_backend_t *m)
+{
+    if (!m->excluding || atomic_exchange(&m->look_posted, 1)) return;
+    m->look_task.fn = look_task;
+    m->look_task.arg = m;
+    pc_engine_post_task(m->base.env.engine, &m->look_task, 0);
+}
+
+int pc_msg_view_silent(msg_backend_t *m, int rank, int probe_it)
+{
+    if (!m->excluding || rank == m->base.env.me) return 0;
+    if (pc_bit_get(m->left_out, rank)) return 1;
+    if (probe_it && !atomic_load(&m->frozen) && probe(m, rank)) suspect(m, rank);
+    return 0;
+}

@@ -1,0 +1,97 @@
+/*
+ * The rules of a view change for rounds by messages (partial/regroup.h):
+ *   - every consistent state of n ranks (each has done D - 1, running, or
+ *     D, running or not; one at least has D): every rank resumes at D; a
+ *     donor exists exactly when a rank is at D - 1, and it has D; ranks at
+ *     D - 1 receive, running ranks at D put back, idle ones do nothing;
+ *     ranks left out are ignored;
+ *   - states no rounds over every rank can make (a rank two rounds behind,
+ *     a rank at D - 1 not running, nobody in the view) are refused;
+ *   - a rank coming back: one round behind, even, or one ahead, and nothing
+ *     else;
+ * for n from 1 to 8 and every state (4^n: left-out ranks mixed in).
+ */
+#include <stdio.h>
+
+#include "partial/regroup.h"
+#include "unit_check.h"
+
+static void consistent(int n, uint64_t D)
+{
+    pc_regroup_snap_t s[9];
+    int states = 1;
+    for (int i = 0; i < n; i++) states *= 4;
+    for (int code = 0; code < states; code++) {
+        int c = code, at_d = 0, behind = 0, members = 0;
+        for (int i = 0; i < n; i++, c /= 4) {
+            int k = c % 4; /* 0: D-1 running, 1: D idle, 2: D running, 3: left out */
+            s[i] = (pc_regroup_snap_t){.done = k == 0 ? D - 1 : D, .activated = D + (uint64_t)(i % 2),
+                                       .running = k == 0 || k == 2, .left_out = k == 3};
+            if (k == 3) {
+                s[i].done = (uint64_t)(7 * i); /* anything: ignored */
+                s[i].activated = D + 5;        /* ignored too */
+                continue;
+            }
+            members++;
+            at_d += k != 0;
+            behind += k == 0;
+        }
+        pc_regroup_t g;
+        int rc = pc_regroup_plan(s, n, &g);
+        if (members == 0 || at_d == 0) {
+            /* nobody, or nobody at D: the max is D - 1, and then every rank
+             * is "at D - 1 + 1" -- a consistent state of its own */
+            if (members == 0) CHECK(rc == -1);
+            continue;
+        }
+        CHECK(rc == 0);
+        CHECK(g.resume == D);
+        CHECK(g.activated >= D && g.activated <= D + 1);
+        if (behind) {
+            CHECK(g.donor >= 0 && !s[g.donor].left_out && s[g.donor].done == D);
+        } else {
+            CHECK(g.donor == -1);
+        }
+        for (int i = 0; i < n; i++) {
+            if (s[i].left_out) continue;
+            pc_regroup_action_t a = pc_regroup_action(&g, &s[i]);
+            if (s[i].done + 1 == D) CHECK(a == PC_REGROUP_RECEIVE);
+            else if (s[i].running) CHECK(a == PC_REGROUP_PUT_BACK);
+            else CHECK(a == PC_REGROUP_NOTHING);
+        }
+    }
+}
+
+static void inconsistent(void)
+{
+    pc_regroup_t g;
+    pc_regroup_snap_t two_behind[3] = {{5, 5, 0, 0}, {3, 4, 1, 0}, {5, 6, 1, 0}};
+    CHECK(pc_regroup_plan(two_behind, 3, &g) == -1);
+    pc_regroup_snap_t idle_behind[2] = {{5, 5, 0, 0}, {4, 5, 0, 0}};
+    CHECK(pc_regroup_plan(idle_behind, 2, &g) == -1);
+    pc_regroup_snap_t nobody[2] = {{5, 5, 0, 1}, {4, 5, 1, 1}};
+    CHECK(pc_regroup_plan(nobody, 2, &g) == -1);
+    pc_regroup_snap_t none[1] = {{0, 0, 0, 0}};
+    CHECK(pc_regroup_plan(none, 0, &g) == -1);
+}
+
+static void coming_back(void)
+{
+    for (uint64_t D = 1; D < 50; D++) {
+        CHECK(pc_regroup_return(D, D - 1) == 1);
+        CHECK(pc_regroup_return(D, D) == 0);
+        CHECK(pc_regroup_return(D, D + 1) == -1);
+        CHECK(pc_regroup_return(D, D + 2) == -2);
+        if (D >= 2) CHECK(pc_regroup_return(D, D - 2) == -2);
+    }
+}
+
+int main(void)
+{
+    for (int n = 1; n <= 8; n++)
+        for (uint64_t D = 1; D < 4; D++) consistent(n, D);
+    inconsistent();
+    coming_back();
+    printf("test_regroup: %ld checks passed\n", checks);
+    return 0;
+}
