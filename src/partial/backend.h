@@ -119,6 +119,10 @@ typedef struct pc_backend_env {
     /* spare buffers of `bytes` (NULL: no memory), any thread */
     void *(*buffer)(void *owner);
     void (*release)(void *owner, void *buf);
+    /* the backend goes on reading buf, a result it handed to `completed`,
+     * until its next pin (NULL: none): the driver does not reuse it (token
+     * holder) */
+    void (*pin)(void *owner, void *buf);
 } pc_backend_env_t;
 
 typedef struct pc_backend pc_backend_t;

@@ -104,7 +104,8 @@ typedef struct msg_backend {
     int left_keeper;
     pc_regroup_snap_t left_snap; /* its rounds when it was left out */
     void *left_parts;          /* and the parts of the round it gave up (a copy) */
-    void *kept, *kept_in;      /* the last completed round's result (a copy) and parts */
+    const void *kept;          /* the last completed round's result (pinned: env.pin) */
+    void *kept_in;             /* and its parts */
     uint64_t kept_round;       /* which (UINT64_MAX: none) */
     uint32_t kept_flags;
     int kept_root;

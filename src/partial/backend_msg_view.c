@@ -169,9 +169,8 @@ int pc_msg_view_init(msg_backend_t *m)
     m->pinged = calloc((size_t)P, sizeof(uint64_t));
     m->ponged = calloc((size_t)P, sizeof(uint64_t));
     m->ping_wait = calloc((size_t)P, sizeof(uint64_t));
-    m->kept = malloc(env->bytes);
     if (!m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
-        !m->pinged || !m->ponged || !m->ping_wait || !m->kept)
+        !m->pinged || !m->ponged || !m->ping_wait)
         return PCOLL_ERR_NOMEM;
     for (int r = 0; r < P; r++) {
         m->live[r] = r;
@@ -220,7 +219,7 @@ void pc_msg_view_destroy(msg_backend_t *m)
     free(m->pinged);
     free(m->ponged);
     free(m->ping_wait);
-    free(m->kept);
+    if (m->kept) env->pin(env->owner, NULL);
     if (m->kept_in) env->release(env->owner, m->kept_in);
     if (m->view_comm != MPI_COMM_NULL) MPI_Comm_free(&m->view_comm);
 }
@@ -270,8 +269,10 @@ void pc_msg_view_completed(msg_backend_t *m, uint64_t r, uint32_t flags, int roo
         env->release(env->owner, m->round_in);
         return;
     }
-    /* for a donor: the result; for this rank's own return: its parts */
-    memcpy(m->kept, buf, env->bytes);
+    /* for a donor: the result (the driver does not reuse it: no copy); for
+     * this rank's own return: its parts */
+    env->pin(env->owner, (void *)buf);
+    m->kept = buf;
     m->kept_round = r;
     m->kept_flags = flags;
     m->kept_root = root;
@@ -429,14 +430,14 @@ static void *helper(void *arg)
     /* round D - 1 from the donor, to those that did not complete it */
     if (c->plan.donor >= 0) {
         uint64_t want = c->plan.resume - 1;
-        int32_t hdr[2] = {(int32_t)m->kept_flags, m->kept_root};
-        void *buf = m->kept;
-        if (c->me == c->plan.donor && m->kept_round != want)
-            change_fail(c, PCOLL_ERR_INTERNAL, "the donor of a view change does not have the round (%d)", 0);
+        int32_t hdr[3] = {(int32_t)m->kept_flags, m->kept_root, m->kept_round == want};
+        void *buf = (void *)m->kept;
         if (c->me != c->plan.donor && !(buf = c->received = env->buffer(env->owner)))
             change_fail(c, PCOLL_ERR_NOMEM, "no memory for a view change's round (%d)", 0);
-        MPI_Bcast(hdr, 2, MPI_INT32_T, c->plan.donor, c->comm);
-        MPI_Bcast(buf ? buf : m->kept, (int)env->bytes, MPI_BYTE, c->plan.donor, c->comm);
+        MPI_Bcast(hdr, 3, MPI_INT32_T, c->plan.donor, c->comm);
+        MPI_Bcast(buf ? buf : c->snaps, buf ? (int)env->bytes : 0, MPI_BYTE, c->plan.donor, c->comm);
+        if (!hdr[2]) /* every rank of the view fails alike */
+            change_fail(c, PCOLL_ERR_INTERNAL, "the donor of a view change does not have the round (%d)", 0);
         c->received_flags = (uint32_t)hdr[0];
         c->received_root = hdr[1];
         if (c->received && pc_regroup_action(&c->plan, &c->mine) != PC_REGROUP_RECEIVE) {
@@ -450,8 +451,12 @@ static void *helper(void *arg)
         int x = c->live[j], k = c->me == j ? m->left_keeper : m->keeper[x], kj = -1;
         for (int i = 0; i < c->nlive; i++)
             if (c->live[i] == k) kj = i;
-        if (kj < 0) {
-            if (c->me == j) pc_log(PCOLL_LOG_WARN, "partial: the rank that kept the rounds this rank missed is gone");
+        if (kj < 0) { /* its keeper is left out itself: it comes back owed nothing */
+            if (c->me == j) {
+                pc_log(PCOLL_LOG_WARN, "partial: rank %d kept the rounds this rank missed, and is left out: they are "
+                                       "lost here", k);
+                c->meta.from = c->meta.upto = c->mine.done;
+            }
             continue;
         }
         if (c->me == kj) {
@@ -488,7 +493,7 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
     int ran = give_up(m, &parts);
     if (pc_bit_get(left, env->me)) { /* left out: ask to come back */
         if (!m->left_me) {
-            m->left_snap = (pc_regroup_snap_t){atomic_load(&m->done), m->activated_upto, ran, 1};
+            m->left_snap = (pc_regroup_snap_t){atomic_load(&m->done), m->activated_upto, ran, 1, 0, 0};
             m->left_parts = parts;
             m->left_me = 1;
             m->left_keeper = keeper;
@@ -498,6 +503,8 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
         m->epoch = epoch;
         memcpy(m->left_out, left, env->bitmap_bytes);
         m->n_left_out = count_bits(left, env->P);
+        memset(m->want_out, 0, env->bitmap_bytes); /* a coordinator no more */
+        memset(m->want_in, 0, env->bitmap_bytes);
         send_ctl(m, keeper, PC_MSG_JOIN, epoch, 0, env->me, NULL);
         return;
     }
@@ -524,7 +531,8 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
         pthread_mutex_lock(&m->lock);
         uint64_t act = m->activated_upto;
         pthread_mutex_unlock(&m->lock);
-        c->mine = (pc_regroup_snap_t){atomic_load(&m->done), act, ran, 0};
+        uint64_t done = atomic_load(&m->done);
+        c->mine = (pc_regroup_snap_t){done, act, ran, 0, m->kept && m->kept_round + 1 == done, 0};
         c->parts = parts;
     }
     pthread_t t;
@@ -566,6 +574,94 @@ static void start_change(msg_backend_t *m)
 }
 
 static void replay_held(msg_backend_t *m);
+
+/* A left-out rank back in a view (c): its parts of the rounds the others
+ * gave up go back, and what it missed comes as one catch-up (regroup.h).
+ * 0, or -1 after env->failed. */
+static int come_back(msg_backend_t *m, change_t *c)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    int how = pc_regroup_return(c->meta.from, c->mine.done);
+    if (how == -2) {
+        env->failed(env->owner, PCOLL_ERR_INTERNAL, "a rank coming back is rounds away from the others");
+        return -1;
+    }
+    if (how < 0 && m->kept_round != c->meta.from) {
+        env->failed(env->owner, PCOLL_ERR_INTERNAL, "a rank coming back does not have the round it completed");
+        return -1;
+    }
+    if (how <= 0 && c->mine.running) put_back(m, c->parts);
+    if (how < 0) put_back(m, m->kept_in); /* its parts of the round it alone completed */
+    void *buf = env->buffer(env->owner);
+    int deliver = c->sum || (how == 1 && c->border) || (how < 0 && env->mode == PCOLL_ACCUMULATE);
+    if (deliver && !buf) {
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the rounds this rank missed");
+        return -1;
+    }
+    if (deliver) {
+        owed_meta_t *o = &c->meta;
+        int64_t contributions = o->contributions, active = o->active_total;
+        if (c->sum) memcpy(buf, c->sum, env->bytes);
+        else memset(buf, 0, env->bytes);
+        if (how == 1 && c->border) {
+            if (env->mode == PCOLL_ACCUMULATE && c->sum)
+                pc_reduce_sum(buf, buf, c->border, env->count + PC_TRAILER, env->dtype);
+            else if (!c->sum)
+                memcpy(buf, c->border, env->bytes);
+            int64_t a, n;
+            pc_trailer_get(env, c->border, &a, &n);
+            contributions += n;
+            active += a;
+        }
+        if (how < 0 && env->mode == PCOLL_ACCUMULATE) { /* less what it already had of round D */
+            diff(buf, buf, m->kept, env->count + PC_TRAILER, env->dtype);
+            int64_t a, n;
+            pc_trailer_get(env, m->kept, &a, &n);
+            contributions -= n;
+            active -= a;
+        }
+        uint64_t last = o->upto > 0 ? o->upto - 1 : 0, first = c->mine.done;
+        if (first > last) first = last;
+        pc_round_done_t d = {.first = first, .round = last, .root = o->root, .flags = o->flags,
+                             .parked = o->parked, .catch_up = 1, .active_last = o->active_last,
+                             .active_min = o->active_min, .active_total = active,
+                             .contributions = contributions, .contributions_last = o->contributions_last};
+        /* the driver may add this into the buffer pinned last: this rank
+         * holds no round's result to give from now until its next round */
+        env->pin(env->owner, NULL);
+        m->kept = NULL;
+        m->kept_round = UINT64_MAX;
+        env->completed(env->owner, &d, buf);
+    } else if (buf) {
+        env->release(env->owner, buf);
+    }
+    m->left_me = 0;
+    return 0;
+}
+
+/* A rank of the old view: its round per the plan (regroup.h). */
+static void resolve(msg_backend_t *m, change_t *c, uint64_t D)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    switch (pc_regroup_action(&c->plan, &c->mine)) {
+    case PC_REGROUP_RECEIVE: { /* round D - 1, as the others completed it */
+        pc_round_done_t d = {.first = D - 1, .round = D - 1, .root = c->received_root,
+                             .flags = c->received_flags};
+        env->pin(env->owner, c->received);
+        m->kept = c->received;
+        m->kept_round = D - 1;
+        m->kept_flags = c->received_flags;
+        m->kept_root = c->received_root;
+        atomic_store(&m->done, D);
+        void *buf = c->received;
+        c->received = NULL;
+        env->completed(env->owner, &d, buf);
+        break;
+    }
+    case PC_REGROUP_PUT_BACK: put_back(m, c->parts); break;
+    case PC_REGROUP_NOTHING: break;
+    }
+}
 
 /* The holder: the view the helper made becomes this rank's. */
 static void install(pc_engine_t *e, void *arg)
@@ -630,78 +726,13 @@ static void install(pc_engine_t *e, void *arg)
     m->run_wait = 0;
 
     /* this rank's rounds */
-    if (m->left_me) { /* back: what it missed, as one catch-up */
-        int how = pc_regroup_return(c->meta.from, c->mine.done);
-        if (how == -2) {
-            env->failed(env->owner, PCOLL_ERR_INTERNAL, "a rank coming back is rounds away from the others");
+    if (m->left_me) {
+        if (come_back(m, c) != 0) {
             change_free(c);
             return;
         }
-        if (how < 0 && m->kept_round != c->meta.from) {
-            env->failed(env->owner, PCOLL_ERR_INTERNAL, "a rank coming back does not have the round it completed");
-            change_free(c);
-            return;
-        }
-        if (how <= 0 && c->mine.running) put_back(m, c->parts);
-        if (how < 0) put_back(m, m->kept_in); /* its parts of the round it alone completed */
-        void *buf = env->buffer(env->owner);
-        int deliver = c->sum || (how == 1 && c->border) || (how < 0 && env->mode == PCOLL_ACCUMULATE);
-        if (deliver && !buf) {
-            env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the rounds this rank missed");
-            change_free(c);
-            return;
-        }
-        if (deliver) {
-            owed_meta_t *o = &c->meta;
-            int64_t contributions = o->contributions, active = o->active_total;
-            if (c->sum) memcpy(buf, c->sum, env->bytes);
-            else memset(buf, 0, env->bytes);
-            if (how == 1 && c->border) {
-                if (env->mode == PCOLL_ACCUMULATE && c->sum)
-                    pc_reduce_sum(buf, buf, c->border, env->count + PC_TRAILER, env->dtype);
-                else if (!c->sum)
-                    memcpy(buf, c->border, env->bytes);
-                int64_t a, n;
-                pc_trailer_get(env, c->border, &a, &n);
-                contributions += n;
-                active += a;
-            }
-            if (how < 0 && env->mode == PCOLL_ACCUMULATE) { /* less what it already had of round D */
-                diff(buf, buf, m->kept, env->count + PC_TRAILER, env->dtype);
-                int64_t a, n;
-                pc_trailer_get(env, m->kept, &a, &n);
-                contributions -= n;
-                active -= a;
-            }
-            uint64_t last = o->upto > 0 ? o->upto - 1 : 0, first = c->mine.done;
-            if (first > last) first = last;
-            pc_round_done_t d = {.first = first, .round = last, .root = o->root, .flags = o->flags,
-                                 .parked = o->parked, .catch_up = 1, .active_last = o->active_last,
-                                 .active_min = o->active_min, .active_total = active,
-                                 .contributions = contributions, .contributions_last = o->contributions_last};
-            env->completed(env->owner, &d, buf);
-        } else if (buf) {
-            env->release(env->owner, buf);
-        }
-        m->left_me = 0;
     } else {
-        switch (pc_regroup_action(&c->plan, &c->mine)) {
-        case PC_REGROUP_RECEIVE: { /* round D - 1, as the others completed it */
-            pc_round_done_t d = {.first = D - 1, .round = D - 1, .root = c->received_root,
-                                 .flags = c->received_flags};
-            memcpy(m->kept, c->received, env->bytes);
-            m->kept_round = D - 1;
-            m->kept_flags = c->received_flags;
-            m->kept_root = c->received_root;
-            atomic_store(&m->done, D);
-            void *buf = c->received;
-            c->received = NULL;
-            env->completed(env->owner, &d, buf);
-            break;
-        }
-        case PC_REGROUP_PUT_BACK: put_back(m, c->parts); break;
-        case PC_REGROUP_NOTHING: break;
-        }
+        resolve(m, c, D);
     }
     atomic_store(&m->done, D);
     pthread_mutex_lock(&m->lock);
@@ -777,7 +808,11 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         if (m->ponged && h->round > m->ponged[src]) m->ponged[src] = h->round;
         return 1;
     case PC_MSG_SUSPECT:
-        if (!m->excluding || h->epoch != m->epoch || h->root < 0 || h->root >= env->P) return 1;
+        if (!m->excluding || h->epoch < m->epoch || h->root < 0 || h->root >= env->P) return 1;
+        if (h->epoch > m->epoch) { /* from a view this rank has yet to install */
+            hold(m, src, msg, bytes);
+            return 1;
+        }
         set_bit(m->want_out, h->root, 1);
         if (!frozen && !m->left_me) start_change(m);
         return 1;

@@ -27,6 +27,11 @@ void pc_partial_buffer_put(pcoll_partial_t *p, void *b)
 {
     if (!b) return;
     pthread_mutex_lock(&p->lock);
+    if (b == p->pinned) { /* the backend still reads it: pooled when it lets go */
+        p->pinned_put = 1;
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
     if (p->npool == p->cappool) {
         int cap = p->cappool ? 2 * p->cappool : 4;
         void **np = realloc(p->pool, sizeof(void *) * (size_t)cap);
@@ -237,6 +242,18 @@ static void on_failed(void *owner, int status, const char *what) { fail(owner, s
 static int backend_send(void *owner, int peer, void *msg, size_t bytes) { return send_msg(owner, peer, msg, bytes); }
 static void *backend_buffer(void *owner) { return pc_partial_buffer_get(owner); }
 static void backend_release(void *owner, void *buf) { pc_partial_buffer_put(owner, buf); }
+/* The backend reads buf (a result it handed over) until the next pin; the
+ * buffer pinned before is let go (pooled if it was put back meanwhile). */
+static void backend_pin(void *owner, void *buf)
+{
+    pcoll_partial_t *p = owner;
+    pthread_mutex_lock(&p->lock);
+    void *old = p->pinned_put ? p->pinned : NULL;
+    p->pinned = buf;
+    p->pinned_put = 0;
+    pthread_mutex_unlock(&p->lock);
+    pc_partial_buffer_put(p, old);
+}
 
 void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
 {
@@ -262,6 +279,7 @@ void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
     env->send = backend_send;
     env->buffer = backend_buffer;
     env->release = backend_release;
+    env->pin = backend_pin;
 }
 
 /* ---- messages ---- */

@@ -62,6 +62,9 @@ struct pcoll_partial {
     int *left_out;               /* application: P ints, info.left_out */
     void **pool;                 /* (L) spare buffers */
     int npool, cappool;
+    void *pinned;                /* (L) a buffer the backend still reads (its last
+                                    result, for a view change): not pooled */
+    int pinned_put;              /* (L) it was put back meanwhile: pooled once unpinned */
     pcoll_round_observer_t observer; /* (L) */
     void *observer_arg;              /* (L) */
     uint64_t flush_calls;        /* application: flushes begun */

@@ -176,6 +176,7 @@ static void destroy(pcoll_partial_t *p)
     pc_object_release(&p->base);
     if (p->be) p->be->ops->destroy(p->be);
     pc_leader_destroy(&p->leader);
+    if (p->pinned && p->pinned_put) free(p->pinned); /* neither delivered nor pooled */
     free(p->delivered);
     for (int i = 0; i < p->npool; i++) free(p->pool[i]);
     free(p->pool);

@@ -10,7 +10,8 @@
  *     D = max done; every rank has done D - 1 or D
  *     done = D - 1  it was in round D - 1, which a rank with D completed:
  *                   its parts are in that result: it receives the result
- *                   from the donor (the first rank with done = D)
+ *                   from the donor (the first rank with done = D that
+ *                   holds it: not one whose last delivery was a catch-up)
  *     done = D      round D, if it was running, is given up everywhere
  *                   (nobody can have completed it): its parts go back
  *   every rank of the new view goes on at round D
@@ -35,6 +36,8 @@ typedef struct pc_regroup_snap {
     uint64_t activated; /* rounds activated */
     int32_t running;    /* round `done` was under way and was given up */
     int32_t left_out;   /* not in the old view's rounds (its own rules) */
+    int32_t has_last;   /* it holds round done - 1's result (it can give it) */
+    int32_t unused_;
 } pc_regroup_snap_t;
 
 typedef struct pc_regroup {
@@ -72,13 +75,11 @@ static inline int pc_regroup_plan(const pc_regroup_snap_t *s, int n, pc_regroup_
         if (s[i].done + 1 < D) return -1;
         if (s[i].done + 1 == D && !s[i].running) return -1; /* it must have sent its parts of D - 1 */
     }
-    for (int i = 0; i < n; i++)
-        if (!s[i].left_out && s[i].done == D && out->donor < 0) {
-            for (int j = 0; j < n; j++)
-                if (!s[j].left_out && s[j].done + 1 == D) out->donor = i;
-            break;
-        }
-    return 0;
+    int behind = 0;
+    for (int i = 0; i < n; i++) behind |= !s[i].left_out && s[i].done + 1 == D;
+    for (int i = 0; i < n && behind && out->donor < 0; i++)
+        if (!s[i].left_out && s[i].done == D && s[i].has_last) out->donor = i;
+    return behind && out->donor < 0 ? -1 : 0; /* nobody can give round D - 1 */
 }
 
 static inline pc_regroup_action_t pc_regroup_action(const pc_regroup_t *g, const pc_regroup_snap_t *s)

@@ -73,7 +73,11 @@ import json, sys
 ranks = json.load(open(sys.argv[1]))["ranks"]
 got = [(r["left_out_rounds"], r["caught_up"], r["caught_up_rounds"]) for r in ranks]
 print("exclude_train: pcoll-trace report: (left_out_rounds, caught_up, caught_up_rounds) per rank:", got)
-ok = got[1][0] > 0 and got[1][1] >= 1 and got[1][2] >= got[1][0] and all(g == (0, 0, 0) for i, g in enumerate(got) if i != 1)
+# a round names a rank left out when it did not wait for it, which can
+# happen once more just after it came back (docs/design.md, section 9): the
+# rounds kept for it and the rounds naming it differ by a round or two
+ok = got[1][0] > 0 and got[1][1] >= 1 and abs(got[1][2] - got[1][0]) <= 2 and \
+    all(g == (0, 0, 0) for i, g in enumerate(got) if i != 1)
 sys.exit(0 if ok else 1)
 PY
 run shm majority

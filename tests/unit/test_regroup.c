@@ -5,6 +5,8 @@
  *     donor exists exactly when a rank is at D - 1, and it has D; ranks at
  *     D - 1 receive, running ranks at D put back, idle ones do nothing;
  *     ranks left out are ignored;
+ *   - the donor is the first rank at D that holds round D - 1's result;
+ *     none holding it is refused;
  *   - states no rounds over every rank can make (a rank two rounds behind,
  *     a rank at D - 1 not running, nobody in the view) are refused;
  *   - a rank coming back: one round behind, even, or one ahead, and nothing
@@ -26,7 +28,7 @@ static void consistent(int n, uint64_t D)
         for (int i = 0; i < n; i++, c /= 4) {
             int k = c % 4; /* 0: D-1 running, 1: D idle, 2: D running, 3: left out */
             s[i] = (pc_regroup_snap_t){.done = k == 0 ? D - 1 : D, .activated = D + (uint64_t)(i % 2),
-                                       .running = k == 0 || k == 2, .left_out = k == 3};
+                                       .running = k == 0 || k == 2, .left_out = k == 3, .has_last = 1};
             if (k == 3) {
                 s[i].done = (uint64_t)(7 * i); /* anything: ignored */
                 s[i].activated = D + 5;        /* ignored too */
@@ -62,16 +64,30 @@ static void consistent(int n, uint64_t D)
     }
 }
 
+/* a donor must hold the round: the first rank at D that does */
+static void donors(void)
+{
+    pc_regroup_t g;
+    pc_regroup_snap_t s[4] = {{5, 5, 0, 0, 0, 0}, {4, 5, 1, 0, 1, 0}, {5, 6, 1, 0, 1, 0}, {5, 5, 0, 0, 1, 0}};
+    CHECK(pc_regroup_plan(s, 4, &g) == 0 && g.donor == 2);
+    s[2].has_last = 0;
+    CHECK(pc_regroup_plan(s, 4, &g) == 0 && g.donor == 3);
+    s[3].has_last = 0;
+    CHECK(pc_regroup_plan(s, 4, &g) == -1); /* nobody can give round 4 */
+    s[1].done = 5; /* nobody behind: no donor needed */
+    CHECK(pc_regroup_plan(s, 4, &g) == 0 && g.donor == -1);
+}
+
 static void inconsistent(void)
 {
     pc_regroup_t g;
-    pc_regroup_snap_t two_behind[3] = {{5, 5, 0, 0}, {3, 4, 1, 0}, {5, 6, 1, 0}};
+    pc_regroup_snap_t two_behind[3] = {{5, 5, 0, 0, 1, 0}, {3, 4, 1, 0, 1, 0}, {5, 6, 1, 0, 1, 0}};
     CHECK(pc_regroup_plan(two_behind, 3, &g) == -1);
-    pc_regroup_snap_t idle_behind[2] = {{5, 5, 0, 0}, {4, 5, 0, 0}};
+    pc_regroup_snap_t idle_behind[2] = {{5, 5, 0, 0, 1, 0}, {4, 5, 0, 0, 1, 0}};
     CHECK(pc_regroup_plan(idle_behind, 2, &g) == -1);
-    pc_regroup_snap_t nobody[2] = {{5, 5, 0, 1}, {4, 5, 1, 1}};
+    pc_regroup_snap_t nobody[2] = {{5, 5, 0, 1, 1, 0}, {4, 5, 1, 1, 1, 0}};
     CHECK(pc_regroup_plan(nobody, 2, &g) == -1);
-    pc_regroup_snap_t none[1] = {{0, 0, 0, 0}};
+    pc_regroup_snap_t none[1] = {{0, 0, 0, 0, 0, 0}};
     CHECK(pc_regroup_plan(none, 0, &g) == -1);
 }
 
@@ -90,6 +106,7 @@ int main(void)
 {
     for (int n = 1; n <= 8; n++)
         for (uint64_t D = 1; D < 4; D++) consistent(n, D);
+    donors();
     inconsistent();
     coming_back();
     printf("test_regroup: %ld checks passed\n", checks);
