@@ -33,6 +33,10 @@
  * once a FIN came in on each link (MPI keeps messages from one source in
  * order, so nothing of this object can still be on its way).
  *
+ * A rank that falls silent: the others go on in a view without it
+ * (backend_msg_view.c: rounds over the view's ranks, on its communicator);
+ * the state both files share is in backend_msg.h.
+ *
  * Locking: `lock` guards the fields shared with the application (marked
  * (L)); the rest belongs to the token holder.  The application never holds
  * the lock while it copies data, so the holder waits for it only as long as
