@@ -6,8 +6,8 @@
  *   looking (a waiting application's nudge, on the token holder):
  *     the running round has waited a quarter of the limit -> PING the
  *     ranks it waits on; one that leaves a ping unanswered for the limit
- *     (silence.h) -> SUSPECT to the coordinator (the view's lowest rank
- *     not suspected)
+ *     (silence.h) -> SUSPECT to the coordinator (the lowest rank: never
+ *     left out itself, rounds wait for it as for a leader)
  *
  *   the coordinator: FREEZE(epoch + 1, the new view's left-out ranks) to
  *   every other rank, and the same here
@@ -121,11 +121,12 @@ static int count_bits(const unsigned char *b, int P)
     return n;
 }
 
-/* The view's coordinator: its lowest rank not left out and not in also_not. */
-static int coordinator(const msg_backend_t *m, const unsigned char *also_not)
+/* The view's coordinator: its lowest rank (never left out, so the same
+ * rank in every view). */
+static int coordinator(const msg_backend_t *m)
 {
     for (int r = 0; r < m->base.env.P; r++)
-        if (!pc_bit_get(m->left_out, r) && !(also_not && pc_bit_get(also_not, r))) return r;
+        if (!pc_bit_get(m->left_out, r)) return r;
     return -1;
 }
 
@@ -413,7 +414,10 @@ static void *helper(void *arg)
     MPI_Group all, g;
     int rc = MPI_Comm_group(env->ctx->comm, &all);
     if (rc == MPI_SUCCESS) rc = MPI_Group_incl(all, c->nlive, c->live, &g);
-    int tag = pc_tag_ctrl(pc_engine_tags(env->engine), env->obj->channel, VIEW_TAG_KIND);
+    /* a tag per epoch: a rank may still be inside the previous view's
+     * MPI_Comm_create_group when the next one begins elsewhere */
+    const pc_tags_t *tags = pc_engine_tags(env->engine);
+    int tag = pc_tag_ctrl(tags, env->obj->channel, VIEW_TAG_KIND + c->epoch % tags->step_mask);
     if (rc == MPI_SUCCESS) rc = MPI_Comm_create_group(env->ctx->comm, g, tag, &c->comm);
     if (rc != MPI_SUCCESS) {
         change_fail(c, PCOLL_ERR_MPI, "MPI_Comm_create_group for a view failed (code %d)", rc);
@@ -754,7 +758,7 @@ static void install(pc_engine_t *e, void *arg)
     pc_log(PCOLL_LOG_INFO, "partial ch%u: view %u: %d ranks left out, rounds from %llu", env->obj->channel, m->epoch,
            m->n_left_out, (unsigned long long)D);
     replay_held(m);
-    if (env->me == coordinator(m, NULL) && count_bits(m->want_out, env->P) + count_bits(m->want_in, env->P) > 0)
+    if (env->me == coordinator(m) && count_bits(m->want_out, env->P) + count_bits(m->want_in, env->P) > 0)
         start_change(m);
     pc_msg_try_start(m);
 }
@@ -817,9 +821,15 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         if (!frozen && !m->left_me) start_change(m);
         return 1;
     case PC_MSG_JOIN:
-        if (!m->excluding || h->root < 0 || h->root >= env->P) return 1;
-        if (pc_bit_get(m->left_out, h->root)) set_bit(m->want_in, h->root, 1);
-        if (!frozen && !m->left_me && pc_bit_get(m->want_in, h->root)) start_change(m);
+        if (!m->excluding || h->root < 0 || h->root >= env->P || m->left_me) return 1;
+        if (frozen || h->epoch > m->epoch) { /* maybe left out by the view being made */
+            hold(m, src, msg, bytes);
+            return 1;
+        }
+        if (pc_bit_get(m->left_out, h->root)) {
+            set_bit(m->want_in, h->root, 1);
+            start_change(m);
+        }
         return 1;
     case PC_MSG_FREEZE:
         if (!m->excluding || !h->counted || bytes < sizeof *h + env->bitmap_bytes) return 1;
@@ -849,15 +859,18 @@ static int probe(msg_backend_t *m, int j)
     return pc_silence_reached(m->ping_wait[j], what, limit_ms(m));
 }
 
-/* Rank j is silent: the coordinator hears of it. */
+/* Rank j is silent: the coordinator hears of it.  The coordinator itself
+ * is never left out: only one rank can ever make views (two that both
+ * thought they were the coordinator, after a false suspicion, could make
+ * different views of one epoch), so rounds wait for it as for a leader. */
 static void suspect(msg_backend_t *m, int j)
 {
     const pc_backend_env_t *env = &m->base.env;
-    if (pc_bit_get(m->suspected, j) || pc_bit_get(m->left_out, j)) return;
+    int c = coordinator(m);
+    if (pc_bit_get(m->suspected, j) || pc_bit_get(m->left_out, j) || j == c) return;
     set_bit(m->suspected, j, 1);
     pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d has not answered for %u ms: rounds go on without it",
            env->obj->channel, j, limit_ms(m));
-    int c = coordinator(m, m->suspected);
     if (c == env->me) {
         set_bit(m->want_out, j, 1);
         start_change(m);
