@@ -39,7 +39,7 @@ typedef struct msg_owed {
     uint64_t from, upto;
     int64_t active_last, active_min, active_total, contributions, contributions_last;
     uint32_t flags;
-    int root, parked;
+    int root;
 } msg_owed_t;
 
 /* A message of a view still to come, held until it is installed. */

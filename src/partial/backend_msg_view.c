@@ -37,6 +37,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,10 @@
 #include "backend_msg.h"
 #include "silence.h"
 
-enum { VIEW_TAG_KIND = 1, TAG_META = 1, TAG_BORDER = 2, TAG_SUM = 3 };
+/* the control tag kind of MPI_Comm_create_group (plus the epoch) */
+enum { VIEW_TAG_KIND = 1 };
+/* tags on a view's own communicator: what a keeper sends a rank coming back */
+enum { TAG_META = 1, TAG_BORDER = 2, TAG_SUM = 3 };
 
 /* a run given up: its buffers stay until its on_done */
 typedef struct given_up {
@@ -69,7 +73,7 @@ typedef struct owed_meta {
     uint64_t from, upto;
     int64_t active_last, active_min, active_total, contributions, contributions_last;
     uint32_t flags;
-    int32_t root, parked, has_border, has_sum, unused_;
+    int32_t root, has_border, has_sum;
 } owed_meta_t;
 
 /* one view change, from its FREEZE to its install */
@@ -383,11 +387,15 @@ static void change_free(change_t *c)
     free(c);
 }
 
-static void change_fail(change_t *c, int status, const char *fmt, int code)
+static void change_fail(change_t *c, int status, const char *fmt, ...) PC_PRINTF(3, 4);
+static void change_fail(change_t *c, int status, const char *fmt, ...)
 {
     if (c->status != PCOLL_SUCCESS) return;
     c->status = status;
-    snprintf(c->what, sizeof c->what, fmt, code);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->what, sizeof c->what, fmt, ap);
+    va_end(ap);
 }
 
 static void install(pc_engine_t *e, void *arg);
@@ -403,7 +411,7 @@ static void *helper(void *arg)
     c->live = malloc(sizeof(int) * (size_t)P);
     c->snaps = malloc(sizeof *c->snaps * (size_t)P);
     if (!c->live || !c->snaps) {
-        change_fail(c, PCOLL_ERR_NOMEM, "no memory for a view change (%d)", 0);
+        change_fail(c, PCOLL_ERR_NOMEM, "no memory for a view change");
         goto out;
     }
     for (int r = 0; r < P; r++)
@@ -437,11 +445,11 @@ static void *helper(void *arg)
         int32_t hdr[3] = {(int32_t)m->kept_flags, m->kept_root, m->kept_round == want};
         void *buf = (void *)m->kept;
         if (c->me != c->plan.donor && !(buf = c->received = env->buffer(env->owner)))
-            change_fail(c, PCOLL_ERR_NOMEM, "no memory for a view change's round (%d)", 0);
+            change_fail(c, PCOLL_ERR_NOMEM, "no memory for a view change's round");
         MPI_Bcast(hdr, 3, MPI_INT32_T, c->plan.donor, c->comm);
         MPI_Bcast(buf ? buf : c->snaps, buf ? (int)env->bytes : 0, MPI_BYTE, c->plan.donor, c->comm);
         if (!hdr[2]) /* every rank of the view fails alike */
-            change_fail(c, PCOLL_ERR_INTERNAL, "the donor of a view change does not have the round (%d)", 0);
+            change_fail(c, PCOLL_ERR_INTERNAL, "the donor of a view change does not have the round");
         c->received_flags = (uint32_t)hdr[0];
         c->received_root = hdr[1];
         if (c->received && pc_regroup_action(&c->plan, &c->mine) != PC_REGROUP_RECEIVE) {
@@ -468,7 +476,7 @@ static void *helper(void *arg)
             if (c->received) (void)owe(m, o, c->plan.resume - 1, c->received_flags, c->received_root, c->received);
             owed_meta_t meta = {o->from, o->upto ? o->upto : o->from, o->active_last, o->active_min,
                                 o->active_total, o->contributions, o->contributions_last, o->flags,
-                                o->root, o->parked, o->border != NULL, o->sum != NULL, 0};
+                                o->root, o->border != NULL, o->sum != NULL};
             MPI_Send(&meta, sizeof meta, MPI_BYTE, j, TAG_META, c->comm);
             if (o->border) MPI_Send(o->border, (int)env->bytes, MPI_BYTE, j, TAG_BORDER, c->comm);
             if (o->sum) MPI_Send(o->sum, (int)env->bytes, MPI_BYTE, j, TAG_SUM, c->comm);
@@ -479,7 +487,7 @@ static void *helper(void *arg)
             if (c->meta.has_sum && (c->sum = malloc(env->bytes)))
                 MPI_Recv(c->sum, (int)env->bytes, MPI_BYTE, kj, TAG_SUM, c->comm, MPI_STATUS_IGNORE);
             if ((c->meta.has_border && !c->border) || (c->meta.has_sum && !c->sum))
-                change_fail(c, PCOLL_ERR_NOMEM, "no memory for the rounds this rank missed (%d)", 0);
+                change_fail(c, PCOLL_ERR_NOMEM, "no memory for the rounds this rank missed");
         }
     }
 out:
@@ -627,7 +635,7 @@ static int come_back(msg_backend_t *m, change_t *c)
         uint64_t last = o->upto > 0 ? o->upto - 1 : 0, first = c->mine.done;
         if (first > last) first = last;
         pc_round_done_t d = {.first = first, .round = last, .root = o->root, .flags = o->flags,
-                             .parked = o->parked, .catch_up = 1, .active_last = o->active_last,
+                             .catch_up = 1, .active_last = o->active_last,
                              .active_min = o->active_min, .active_total = active,
                              .contributions = contributions, .contributions_last = o->contributions_last};
         /* the driver may add this into the buffer pinned last: this rank

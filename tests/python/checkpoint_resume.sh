@@ -6,7 +6,9 @@
 #     8), ends with the same model, tensor for tensor, as the run never
 #     killed (their final checkpoints are compared);
 #  2. solo, 3 ranks, rank 0 killed after the first epoch's checkpoint:
-#     resumed with 2 ranks, it runs the rest of the schedule;
+#     resumed with 2 ranks, it runs the rest of the schedule (4 epochs:
+#     after 2, solo's accuracy still spread from 0.26 to 0.6 over 22 runs;
+#     after 4, from 0.43 to 0.77 over 10) and learns (chance is 0.1);
 #  3. bad flags and a missing checkpoint are refused, naming the flag.
 #   checkpoint_resume.sh <python3> <repository> <mpiexec and its flags...>
 set -u
@@ -43,17 +45,18 @@ if bad: print("checkpoint_resume: not met:", ", ".join(bad))
 sys.exit(1 if bad else 0)
 PY
 
-timeout 300 "$@" -np 3 "$py" "$train" --algo solo $common --checkpoint "$dir/c" --inject kill:0:15 >"$dir/c.out" 2>&1
+solo="--train-limit 1024 --test-limit 200 --epochs 4 --evals-per-epoch 1 --timeout 60"
+timeout 300 "$@" -np 3 "$py" "$train" --algo solo $solo --checkpoint "$dir/c" --inject kill:0:15 >"$dir/c.out" 2>&1
 [ $? -eq 124 ] && fail "the solo run whose rank 0 was killed hung"
-timeout 300 "$@" -np 2 "$py" "$train" --algo solo $common --resume "$dir/c" --json "$dir/c.json" >"$dir/c2.out" 2>&1 \
+timeout 300 "$@" -np 2 "$py" "$train" --algo solo $solo --resume "$dir/c" --json "$dir/c.json" >"$dir/c2.out" 2>&1 \
     || { cat "$dir/c2.out"; fail "the solo run resumed with 2 ranks failed"; }
 "$py" - "$dir/c.json" <<'PY' || fail "the run resumed with fewer ranks did not finish as it should"
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"checkpoint_resume: solo, 3 ranks, rank 0 killed; resumed with {r['ranks']} at step {r['resumed_at_step']} of "
       f"{r['steps']}: test accuracy {r['test_accuracy']:.4f}")
-ok = r["ranks"] == 2 and r["resumed_from_step"] == 10 and r["resumed_at_step"] == 16 and r["steps"] == 32
-sys.exit(0 if ok and r["test_accuracy"] > 0.3 else 1)
+ok = r["ranks"] == 2 and r["resumed_from_step"] == 10 and r["resumed_at_step"] == 16 and r["steps"] == 64
+sys.exit(0 if ok and r["test_accuracy"] > 0.25 else 1)
 PY
 
 refused() { # refused NAMED ARGS...: train.py must fail, naming NAMED
