@@ -103,7 +103,8 @@ static const var_t vars[] = {
     {{"PCOLL_EXCLUDE_MS", "a whole number in 0..3600000", PC_STR(PC_EXCLUDE_MS_DEFAULT),
       "partial rounds go on without a rank whose progress engine has not answered for this long (a stopped "
       "process): in node-shared memory its published part is taken as it stands; by messages (solo, majority, "
-      "quorum) the others go on in a view without it; what it missed is kept and delivered at once when it "
+      "quorum) the others go on in a view without it (a rank that comes back soon doubles the limit there, "
+      "up to 5 s); what it missed is kept and delivered at once when it "
       "answers again (0: wait for every rank, as synchronous rounds always do)",
       "", 1},
      V_INT, FIELD(exclude_ms), 0, 3600000},

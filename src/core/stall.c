@@ -58,6 +58,17 @@ void pc_probe_what(pc_stall_probe_t *p, const char *fmt, ...)
     va_end(ap);
 }
 
+void pc_probe_what_add(pc_stall_probe_t *p, const char *fmt, ...)
+{
+    size_t n = strlen(p->what);
+    if (n + 2 >= sizeof p->what) return;
+    memcpy(p->what + n, "; ", 3);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->what + n + 2, sizeof p->what - n - 2, fmt, ap);
+    va_end(ap);
+}
+
 void pc_probe_suspect(pc_stall_probe_t *p, int rank, const char *why, int level)
 {
     if (rank < 0 || rank >= p->ctx->size || (p->why[rank] && p->level[rank] >= level)) return;

@@ -66,6 +66,8 @@ void pc_stall_respond(pcoll_t *ctx, uint32_t kind, pc_respond_fn fn, void *arg);
  */
 enum { PC_WHY_PATH = 1, PC_WHY_CAUSE = 2, PC_WHY_SILENT = 3 };
 void pc_probe_what(pc_stall_probe_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds to what is waited for (after a "; "). */
+void pc_probe_what_add(pc_stall_probe_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A rank this rank knows it waits for, and why (a string literal). */
 void pc_probe_suspect(pc_stall_probe_t *p, int rank, const char *why, int level);
 /* Asks ranks (n of them; NULL: every other rank) question q, followed by

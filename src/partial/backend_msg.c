@@ -369,6 +369,7 @@ static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
 {
     msg_backend_t *m = M(b);
     const pc_backend_env_t *env = &b->env;
+    pc_msg_view_describe(m, p);
     if (!m->running || m->running_round != r) return;
     int *peers = malloc(sizeof(int) * (size_t)env->P);
     if (!peers) return;

@@ -88,6 +88,13 @@ typedef struct msg_backend {
      * holder's unless marked ---- */
     int excluding;             /* PCOLL_EXCLUDE_MS > 0, rounds over every rank, P >= 3 */
     uint32_t epoch;            /* the view: its number */
+    uint32_t backoff;          /* the limit in use is PCOLL_EXCLUDE_MS << backoff (from
+                                  the coordinator's FREEZE: raised when a rank left out
+                                  comes back soon, lowered after calm rounds) */
+    uint32_t calm_rounds;      /* rounds completed since the last view change or lowering */
+    uint32_t *left_at;         /* coordinator: per rank, when it was left out (ms) */
+    int back_soon;             /* coordinator: a rank comes back soon (the next view
+                                  raises backoff) */
     unsigned char *left_out;   /* its left-out ranks (bitmap; NULL: not excluding) */
     int n_left_out;
     int *live, nlive, live_me; /* its ranks in order; this rank's index (-1: left out) */
@@ -100,6 +107,8 @@ typedef struct msg_backend {
     atomic_int frozen;         /* a view change is under way: no round starts (read by
                                   the application's nudge) */
     int left_me;               /* this rank is left out: it asks to come back */
+    int replaying;             /* held messages are replayed: changes they ask for wait
+                                  for the end (one view for all of them) */
     uint32_t left_epoch;       /* ... of the view that left it out */
     int left_keeper;
     pc_regroup_snap_t left_snap; /* its rounds when it was left out */
@@ -135,6 +144,9 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
 void pc_msg_view_nudge(msg_backend_t *m);
 /* Whether rank is silent (left out; probe: or asked and silent). */
 int pc_msg_view_silent(msg_backend_t *m, int rank, int probe);
+/* A stall report: the view this rank is in, or out of (and who is to take
+ * it back). */
+void pc_msg_view_describe(const msg_backend_t *m, pc_stall_probe_t *p);
 /* Round r (flags) completed here with result buf: kept for donors and for
  * the ranks left out; fills d->left_out. */
 void pc_msg_view_completed(msg_backend_t *m, uint64_t r, uint32_t flags, int root, const void *buf,

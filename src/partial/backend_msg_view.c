@@ -106,10 +106,25 @@ static uint32_t clock_ms(void)
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
 }
 
-static uint32_t limit_ms(const msg_backend_t *m)
+/* Churn: a rank left out that asks to come back within PC_VIEW_SOON limits
+ * was not stopped for long (or not at all: a busy machine), and each view
+ * change costs every rank its running round.  The coordinator then doubles
+ * the limit for everyone (carried in its FREEZE), up to PC_VIEW_LIMIT_CAP_MS
+ * (or PCOLL_EXCLUDE_MS if that is larger); each rank halves it again after
+ * PC_VIEW_CALM_ROUNDS rounds without a view change. */
+enum { PC_VIEW_SOON = 8, PC_VIEW_CALM_ROUNDS = 100, PC_VIEW_LIMIT_CAP_MS = 5000, PC_VIEW_MAX_BACKOFF = 16 };
+
+static uint32_t base_limit_ms(const msg_backend_t *m)
 {
     uint64_t ms = m->base.env.exclude_ns / 1000000u;
-    return ms ? (uint32_t)ms : 1;
+    return ms ? (uint32_t)(ms < UINT32_MAX ? ms : UINT32_MAX) : 1;
+}
+
+static uint32_t limit_ms(const msg_backend_t *m)
+{
+    uint64_t base = base_limit_ms(m), ms = base << m->backoff;
+    uint64_t cap = base > PC_VIEW_LIMIT_CAP_MS ? base : PC_VIEW_LIMIT_CAP_MS;
+    return (uint32_t)(ms < cap ? ms : cap);
 }
 
 static void set_bit(unsigned char *b, int i, int on)
@@ -174,7 +189,8 @@ int pc_msg_view_init(msg_backend_t *m)
     m->pinged = calloc((size_t)P, sizeof(uint64_t));
     m->ponged = calloc((size_t)P, sizeof(uint64_t));
     m->ping_wait = calloc((size_t)P, sizeof(uint64_t));
-    if (!m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
+    m->left_at = calloc((size_t)P, sizeof(uint32_t));
+    if (!m->left_at || !m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
         !m->pinged || !m->ponged || !m->ping_wait)
         return PCOLL_ERR_NOMEM;
     for (int r = 0; r < P; r++) {
@@ -224,6 +240,7 @@ void pc_msg_view_destroy(msg_backend_t *m)
     free(m->pinged);
     free(m->ponged);
     free(m->ping_wait);
+    free(m->left_at);
     if (m->kept) env->pin(env->owner, NULL);
     if (m->kept_in) env->release(env->owner, m->kept_in);
     if (m->view_comm != MPI_COMM_NULL) MPI_Comm_free(&m->view_comm);
@@ -273,6 +290,10 @@ void pc_msg_view_completed(msg_backend_t *m, uint64_t r, uint32_t flags, int roo
     if (!m->excluding) {
         env->release(env->owner, m->round_in);
         return;
+    }
+    if (m->backoff && ++m->calm_rounds >= PC_VIEW_CALM_ROUNDS) {
+        m->backoff--;
+        m->calm_rounds = 0;
     }
     /* for a donor: the result (the driver does not reuse it: no copy); for
      * this rank's own return: its parts */
@@ -498,9 +519,11 @@ out:
 }
 
 /* This rank's rounds freeze for the view (epoch, left); keeper made it. */
-static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, int keeper)
+static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, int keeper, uint32_t backoff)
 {
     const pc_backend_env_t *env = &m->base.env;
+    m->backoff = backoff < PC_VIEW_MAX_BACKOFF ? backoff : PC_VIEW_MAX_BACKOFF;
+    m->calm_rounds = 0;
     void *parts = NULL;
     int ran = give_up(m, &parts);
     if (pc_bit_get(left, env->me)) { /* left out: ask to come back */
@@ -565,6 +588,19 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
 static void start_change(msg_backend_t *m)
 {
     const pc_backend_env_t *env = &m->base.env;
+    /* One change at a time: what is asked for meanwhile waits for the
+     * install (a second FREEZE of the same epoch, with other left-out
+     * ranks, split the ranks between two views of one epoch) */
+    if (atomic_load(&m->frozen) || m->left_me || m->replaying) return;
+    if (m->finishing || (m->running && (m->running_flags & PC_ROUND_FREE))) {
+        /* This rank gave its part of the last round: the others may have
+         * completed it and closed the object, and would never take part in
+         * a view.  (The last round starts only in a view that leaves nobody
+         * out, and waits for every rank, as synchronous rounds do.) */
+        memset(m->want_out, 0, env->bitmap_bytes);
+        memset(m->want_in, 0, env->bitmap_bytes);
+        return;
+    }
     unsigned char *left = malloc(env->bitmap_bytes);
     if (!left) return; /* no memory: the next look asks again */
     int changed = 0;
@@ -576,11 +612,21 @@ static void start_change(msg_backend_t *m)
     }
     memset(m->want_out, 0, env->bitmap_bytes);
     memset(m->want_in, 0, env->bitmap_bytes);
+    if (m->back_soon) {
+        uint32_t limit = limit_ms(m);
+        m->back_soon = 0;
+        if (m->backoff < PC_VIEW_MAX_BACKOFF) {
+            m->backoff++;
+            if (limit_ms(m) == limit) m->backoff--; /* at the cap */
+        }
+        if (limit_ms(m) != limit)
+            pc_log(PCOLL_LOG_INFO, "partial ch%u: the limit is now %u ms", env->obj->channel, limit_ms(m));
+    }
     if (changed && count_bits(left, env->P) < env->P) {
         uint32_t epoch = m->epoch + 1;
         for (int r = 0; r < env->P; r++)
-            if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, 0, env->me, left);
-        freeze(m, epoch, left, env->me);
+            if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, m->backoff, env->me, left);
+        freeze(m, epoch, left, env->me, m->backoff);
     }
     free(left);
 }
@@ -706,6 +752,7 @@ static void install(pc_engine_t *e, void *arg)
         int was = pc_bit_get(m->left_out, x), is = pc_bit_get(c->left, x);
         if (is && !was) { /* left out now: its keeper keeps from D on */
             m->keeper[x] = c->keeper;
+            m->left_at[x] = clock_ms();
             if (c->keeper == env->me) {
                 msg_owed_t *o = &m->owed[x];
                 owed_clear(o);
@@ -766,8 +813,7 @@ static void install(pc_engine_t *e, void *arg)
     pc_log(PCOLL_LOG_INFO, "partial ch%u: view %u: %d ranks left out, rounds from %llu", env->obj->channel, m->epoch,
            m->n_left_out, (unsigned long long)D);
     replay_held(m);
-    if (env->me == coordinator(m) && count_bits(m->want_out, env->P) + count_bits(m->want_in, env->P) > 0)
-        start_change(m);
+    if (env->me == coordinator(m)) start_change(m); /* what was asked for meanwhile */
     pc_msg_try_start(m);
 }
 
@@ -790,12 +836,27 @@ static void replay_held(msg_backend_t *m)
     held_msg_t *list = m->held;
     m->held = NULL;
     m->held_tail = &m->held;
+    m->replaying = 1;
     while (list) {
         held_msg_t *h = list;
         list = h->next;
         if (!pc_msg_view_message(m, h->src, h + 1, h->bytes)) pc_msg_handle(m, h->src, h + 1, h->bytes);
         free(h);
     }
+    m->replaying = 0;
+}
+
+/* The coordinator: left-out rank x asks to come back.  Soon: the next view
+ * doubles the limit (once, however many come back with it). */
+static void came_back(msg_backend_t *m, int x)
+{
+    uint32_t away = clock_ms() - m->left_at[x];
+    if (m->left_at[x] != 0 && away < PC_VIEW_SOON * limit_ms(m) && !m->back_soon) {
+        m->back_soon = 1;
+        pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d asks to come back after %u ms", m->base.env.obj->channel, x,
+               away);
+    }
+    m->left_at[x] = 0;
 }
 
 int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes)
@@ -826,7 +887,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             return 1;
         }
         set_bit(m->want_out, h->root, 1);
-        if (!frozen && !m->left_me) start_change(m);
+        start_change(m);
         return 1;
     case PC_MSG_JOIN:
         if (!m->excluding || h->root < 0 || h->root >= env->P || m->left_me) return 1;
@@ -835,6 +896,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             return 1;
         }
         if (pc_bit_get(m->left_out, h->root)) {
+            if (!pc_bit_get(m->want_in, h->root)) came_back(m, h->root);
             set_bit(m->want_in, h->root, 1);
             start_change(m);
         }
@@ -846,7 +908,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             hold(m, src, msg, bytes); /* after the install under way */
             return 1;
         }
-        freeze(m, h->epoch, (const unsigned char *)(h + 1), h->root);
+        freeze(m, h->epoch, (const unsigned char *)(h + 1), h->root, (uint32_t)h->round);
         return 1;
     default: return 0;
     }
@@ -917,6 +979,20 @@ void pc_msg_view_nudge(msg_backend_t *m)
     m->look_task.fn = look_task;
     m->look_task.arg = m;
     pc_engine_post_task(m->base.env.engine, &m->look_task, 0);
+}
+
+void pc_msg_view_describe(const msg_backend_t *m, pc_stall_probe_t *p)
+{
+    if (!m->excluding || (m->epoch == 0 && !atomic_load(&m->frozen))) return;
+    if (m->left_me) {
+        pc_probe_what_add(p, "this rank is left out of view %u and asked rank %d to take it back", m->epoch,
+                          m->left_keeper);
+        pc_probe_suspect(p, m->left_keeper, "has not taken this rank back into the rounds", PC_WHY_CAUSE);
+    } else if (atomic_load(&m->frozen)) {
+        pc_probe_what_add(p, "the view after view %u is being made", m->epoch);
+    } else {
+        pc_probe_what_add(p, "view %u, %d ranks left out", m->epoch, m->n_left_out);
+    }
 }
 
 int pc_msg_view_silent(msg_backend_t *m, int rank, int probe_it)

@@ -13,6 +13,11 @@
  *   - the rounds went on without the stopped rank: the others report
  *     rounds that left it out, and it reports a catch-up;
  *   - the results are the same at every rank (the last flush's).
+ * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
+ * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
+ * taken for silent, left out and taken back again and again (on an
+ * oversubscribed machine); the run must end, with the same conservation
+ * checks (the limit backs off by itself).
  * Run plain and under ASan and TSan.
  */
 #include <sys/wait.h>
@@ -23,7 +28,7 @@
 #define COUNT 1000
 #define CALLS 300
 
-static int rank, size;
+static int rank, size, churn;
 
 static void stop_self(int ms)
 {
@@ -35,6 +40,14 @@ static void stop_self(int ms)
     }
     raise(SIGSTOP);
     waitpid(child, NULL, 0);
+}
+
+static void spin_ms(int ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000.0 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
 }
 
 static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
@@ -52,13 +65,15 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     uint64_t contributions = 0, left_out_rounds = 0, caught_up = 0;
     pcoll_partial_info_t info;
     for (int c = 0; c < CALLS; c++) {
-        if ((rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c == 2 * CALLS / 3)) stop_self(800);
+        if (!churn && ((rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c == 2 * CALLS / 3)))
+            stop_self(800);
         CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
         for (int i = 0; i < COUNT; i++) total[i] += out[i];
         contributions += info.contributions;
         left_out_rounds += info.left_out_rounds;
         caught_up += info.caught_up;
-        usleep(1000);
+        if (churn) spin_ms((rank * 7 + c) % 4); /* busy, unevenly: the machine stays full */
+        else usleep(1000);
     }
     CHECK_RC(pcoll_partial_flush(p, out, &info));
     for (int i = 0; i < COUNT; i++) total[i] += out[i];
@@ -70,7 +85,13 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     CHECK_MSG(contributions == (uint64_t)size * CALLS, "%s: %llu contributions delivered, not %d",
               pcoll_partial_kind_name(kind), (unsigned long long)contributions, size * CALLS);
     int stopped = rank == 1 || (size >= 4 && rank == size - 1);
-    if (stopped)
+    if (churn) {
+        uint64_t all = 0;
+        MPI_Reduce(&left_out_rounds, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            printf("test_exclude churn %s: %llu rounds left a rank out (over all ranks)\n",
+                   pcoll_partial_kind_name(kind), (unsigned long long)all);
+    } else if (stopped)
         CHECK_MSG(caught_up > 0, "%s: rank %d was stopped and caught up no round", pcoll_partial_kind_name(kind), rank);
     else
         CHECK_MSG(left_out_rounds > 0, "%s: no round went on without the stopped rank",
@@ -80,7 +101,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &mn, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     CHECK(mx == mn);
-    if (rank == 0)
+    if (rank == 0 && !churn)
         printf("test_exclude %s: %llu rounds went on without a stopped rank at rank 0; every contribution "
                "delivered once\n",
                pcoll_partial_kind_name(kind), (unsigned long long)left_out_rounds);
@@ -90,7 +111,8 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
 int main(int argc, char **argv)
 {
     tu_mpi_start(&argc, &argv, 300, &rank, &size);
-    setenv("PCOLL_EXCLUDE_MS", "100", 1);
+    churn = argc > 1 && strcmp(argv[1], "churn") == 0;
+    setenv("PCOLL_EXCLUDE_MS", churn ? "1" : "100", 1);
     CHECK_MSG(size >= 3, "test_exclude needs 3 ranks or more, not %d", size);
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
