@@ -1,7 +1,7 @@
 #!/bin/sh
 # Failures in the middle of pcoll-train runs on Fashion-MNIST.
 #
-#   scripts/failure-experiment.sh [kill] [stop] [restart]   (default: all)
+#   scripts/failure-experiment.sh [kill] [stop] [restart] [churn]   (default: the first three)
 #
 # kill: a rank killed with SIGKILL: --on-failure shrink goes on with the
 #   others (pcoll_shrink), against the same run without the failure; per
@@ -26,12 +26,19 @@
 #   the same run with checkpoints and no failure: the script's clock from
 #   the first mpirun to the end of the last (process starts and data loading
 #   included), and the test accuracy; OUT/restart.jsonl.
+# churn: nobody stops, but PCOLL_EXCLUDE_MS is set below what a busy
+#   machine reaches (CHURN_MS; 0, no views, is the peer), rounds by messages, CHURN_NPS ranks, each
+#   kind of CHURN_ALGOS: healthy ranks are left out and come back.  Per run
+#   (1 epoch, 8,000 images, within CHURN_TIMEOUT_S): whether it ended, the
+#   views rank 0 installed, the limit the back-off reached, steps/s and the
+#   test accuracy; OUT/churn.jsonl.
 #
 # Environment: BUILD, MPIRUN (as demo.sh), NPS ("4 8"), ALGOS ("solo sync"),
 # REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), TIMEOUT_S (2: the
 # PCOLL_TIMEOUT_S that finds the dead rank), STOP_S (5), STOP_ALGOS ("solo
 # majority quorum:2 wagma wagma-tau0"), STOP_PHASES ("shm messages"),
-# RESTART_VICTIM (0), OUT
+# RESTART_VICTIM (0), CHURN_NPS ("8 16 32"), CHURN_MS ("0 3 5 10"), CHURN_ALGOS
+# ("solo majority quorum:4"), CHURN_TIMEOUT_S (120), OUT
 # (results/failure).  About 45 minutes on 2 cores with the defaults.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,8 +62,8 @@ train="$BUILD/bin/pcoll-train"
 mkdir -p "$out"
 exps=${*:-kill stop restart}
 for e in $exps; do
-    case $e in kill | stop | restart) ;;
-    *) echo "failure-experiment.sh: unknown experiment \"$e\" (kill, stop, restart)" >&2; exit 2 ;;
+    case $e in kill | stop | restart | churn) ;;
+    *) echo "failure-experiment.sh: unknown experiment \"$e\" (kill, stop, restart, churn)" >&2; exit 2 ;;
     esac
 done
 
@@ -186,4 +193,36 @@ echo
 echo "time the failure cost (median elapsed time with it minus without it):"
 cost "$restarts" elapsed_s restart
 ;;
+esac
+
+case " $exps " in *" churn "*)
+churns="$out/churn.jsonl"
+: >"$churns"
+echo "| ranks | PCOLL_EXCLUDE_MS | algo | ended | views at rank 0 | limit reached (ms) | steps/s | test accuracy |"
+echo "|---|---|---|---|---|---|---|---|"
+for np in ${CHURN_NPS:-8 16 32}; do
+    for ms in ${CHURN_MS:-0 3 5 10}; do
+        for algo in ${CHURN_ALGOS:-solo majority quorum:4}; do
+            echo "failure-experiment: churn, $np ranks, $ms ms, $algo" >&2
+            rm -f "$out/churn.json"
+            ended=yes
+            # shellcheck disable=SC2086
+            timeout "${CHURN_TIMEOUT_S:-120}" $MPIRUN -x PCOLL_EXCLUDE_MS="$ms" -x PCOLL_PARTIAL_SHM_BYTES=0 \
+                -x PCOLL_LOG_LEVEL=info -np "$np" "$train" --algo "$algo" --epochs 1 --train-limit 8000 \
+                --json "$out/churn.json" >"$out/run.log" 2>&1 || ended=no
+            [ -s "$out/churn.json" ] || ended=no
+            views=$(grep -c 'pcoll\[0\] info: partial ch[0-9]*: view ' "$out/run.log" || true)
+            limit=$(grep -o 'the limit is now [0-9]*' "$out/run.log" | tail -1 | awk '{ print $5 }')
+            rate=- acc=-
+            if [ "$ended" = yes ]; then
+                rate=$(grep -o '"steps_per_s": *[0-9.e+-]*' "$out/churn.json" | awk -F: '{ printf "%.1f", $2 }')
+                acc=$(grep -o '"test_accuracy": *[0-9.e+-]*' "$out/churn.json" | awk -F: '{ printf "%.4f", $2 }')
+            fi
+            echo "{\"np\": $np, \"exclude_ms\": $ms, \"algo\": \"$algo\", \"ended\": \"$ended\", \"views\": $views, \"limit_ms\": ${limit:-$ms}, \"steps_per_s\": \"$rate\", \"test_accuracy\": \"$acc\"}" >>"$churns"
+            echo "| $np | $ms | $algo | $ended | $views | ${limit:-$ms} | $rate | $acc |"
+        done
+    done
+done
+rm -f "$out/churn.json"
+echo ;;
 esac
