@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "backoff.h"
 #include "links.h"
 #include "regroup.h"
 
@@ -88,10 +89,8 @@ typedef struct msg_backend {
      * holder's unless marked ---- */
     int excluding;             /* PCOLL_EXCLUDE_MS > 0, rounds over every rank, P >= 3 */
     uint32_t epoch;            /* the view: its number */
-    uint32_t backoff;          /* the limit in use is PCOLL_EXCLUDE_MS << backoff (from
-                                  the coordinator's FREEZE: raised when a rank left out
-                                  comes back soon, lowered after calm rounds) */
-    uint32_t calm_rounds;      /* rounds completed since the last view change or lowering */
+    pc_backoff_t backoff;      /* the limit in use (backoff.h; its shift comes in the
+                                  coordinator's FREEZE) */
     uint32_t *left_at;         /* coordinator: per rank, when it was left out (ms) */
     int back_soon;             /* coordinator: a rank comes back soon (the next view
                                   raises backoff) */

@@ -6,8 +6,9 @@
  *   looking (a waiting application's nudge, on the token holder):
  *     the running round has waited a quarter of the limit -> PING the
  *     ranks it waits on; one that leaves a ping unanswered for the limit
- *     (silence.h) -> SUSPECT to the coordinator (the lowest rank: never
- *     left out itself, rounds wait for it as for a leader)
+ *     (silence.h; backed off under churn: backoff.h) -> SUSPECT to the
+ *     coordinator (the lowest rank: never left out itself, rounds wait for
+ *     it as for a leader)
  *
  *   the coordinator: FREEZE(epoch + 1, the new view's left-out ranks) to
  *   every other rank, and the same here
@@ -106,26 +107,14 @@ static uint32_t clock_ms(void)
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
 }
 
-/* Churn: a rank left out that asks to come back within PC_VIEW_SOON limits
- * was not stopped for long (or not at all: a busy machine), and each view
- * change costs every rank its running round.  The coordinator then doubles
- * the limit for everyone (carried in its FREEZE), up to PC_VIEW_LIMIT_CAP_MS
- * (or PCOLL_EXCLUDE_MS if that is larger); each rank halves it again after
- * PC_VIEW_CALM_ROUNDS rounds without a view change. */
-enum { PC_VIEW_SOON = 8, PC_VIEW_CALM_ROUNDS = 100, PC_VIEW_LIMIT_CAP_MS = 5000, PC_VIEW_MAX_BACKOFF = 16 };
-
 static uint32_t base_limit_ms(const msg_backend_t *m)
 {
     uint64_t ms = m->base.env.exclude_ns / 1000000u;
     return ms ? (uint32_t)(ms < UINT32_MAX ? ms : UINT32_MAX) : 1;
 }
 
-static uint32_t limit_ms(const msg_backend_t *m)
-{
-    uint64_t base = base_limit_ms(m), ms = base << m->backoff;
-    uint64_t cap = base > PC_VIEW_LIMIT_CAP_MS ? base : PC_VIEW_LIMIT_CAP_MS;
-    return (uint32_t)(ms < cap ? ms : cap);
-}
+/* PCOLL_EXCLUDE_MS, backed off under churn (backoff.h) */
+static uint32_t limit_ms(const msg_backend_t *m) { return pc_backoff_limit(base_limit_ms(m), &m->backoff); }
 
 static void set_bit(unsigned char *b, int i, int on)
 {
@@ -291,10 +280,7 @@ void pc_msg_view_completed(msg_backend_t *m, uint64_t r, uint32_t flags, int roo
         env->release(env->owner, m->round_in);
         return;
     }
-    if (m->backoff && ++m->calm_rounds >= PC_VIEW_CALM_ROUNDS) {
-        m->backoff--;
-        m->calm_rounds = 0;
-    }
+    pc_backoff_round(&m->backoff);
     /* for a donor: the result (the driver does not reuse it: no copy); for
      * this rank's own return: its parts */
     env->pin(env->owner, (void *)buf);
@@ -522,8 +508,7 @@ out:
 static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, int keeper, uint32_t backoff)
 {
     const pc_backend_env_t *env = &m->base.env;
-    m->backoff = backoff < PC_VIEW_MAX_BACKOFF ? backoff : PC_VIEW_MAX_BACKOFF;
-    m->calm_rounds = 0;
+    pc_backoff_set(&m->backoff, backoff);
     void *parts = NULL;
     int ran = give_up(m, &parts);
     if (pc_bit_get(left, env->me)) { /* left out: ask to come back */
@@ -612,21 +597,16 @@ static void start_change(msg_backend_t *m)
     }
     memset(m->want_out, 0, env->bitmap_bytes);
     memset(m->want_in, 0, env->bitmap_bytes);
-    if (m->back_soon) {
-        uint32_t limit = limit_ms(m);
+    if (m->back_soon) { /* once per view change */
         m->back_soon = 0;
-        if (m->backoff < PC_VIEW_MAX_BACKOFF) {
-            m->backoff++;
-            if (limit_ms(m) == limit) m->backoff--; /* at the cap */
-        }
-        if (limit_ms(m) != limit)
+        if (pc_backoff_raise(base_limit_ms(m), &m->backoff))
             pc_log(PCOLL_LOG_INFO, "partial ch%u: the limit is now %u ms", env->obj->channel, limit_ms(m));
     }
     if (changed && count_bits(left, env->P) < env->P) {
         uint32_t epoch = m->epoch + 1;
         for (int r = 0; r < env->P; r++)
-            if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, m->backoff, env->me, left);
-        freeze(m, epoch, left, env->me, m->backoff);
+            if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, m->backoff.shift, env->me, left);
+        freeze(m, epoch, left, env->me, m->backoff.shift);
     }
     free(left);
 }
@@ -847,11 +827,11 @@ static void replay_held(msg_backend_t *m)
 }
 
 /* The coordinator: left-out rank x asks to come back.  Soon: the next view
- * doubles the limit (once, however many come back with it). */
+ * doubles the limit (backoff.h). */
 static void came_back(msg_backend_t *m, int x)
 {
     uint32_t away = clock_ms() - m->left_at[x];
-    if (m->left_at[x] != 0 && away < PC_VIEW_SOON * limit_ms(m) && !m->back_soon) {
+    if (m->left_at[x] != 0 && pc_backoff_soon(base_limit_ms(m), &m->backoff, away) && !m->back_soon) {
         m->back_soon = 1;
         pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d asks to come back after %u ms", m->base.env.obj->channel, x,
                away);
