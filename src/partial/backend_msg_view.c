@@ -179,8 +179,8 @@ int pc_msg_view_init(msg_backend_t *m)
     m->ponged = calloc((size_t)P, sizeof(uint64_t));
     m->ping_wait = calloc((size_t)P, sizeof(uint64_t));
     m->left_at = calloc((size_t)P, sizeof(uint32_t));
-    if (!m->left_at || !m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
-        !m->pinged || !m->ponged || !m->ping_wait)
+    if (!m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
+        !m->pinged || !m->ponged || !m->ping_wait || !m->left_at)
         return PCOLL_ERR_NOMEM;
     for (int r = 0; r < P; r++) {
         m->live[r] = r;
