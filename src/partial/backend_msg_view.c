@@ -732,8 +732,8 @@ static void install(pc_engine_t *e, void *arg)
         int was = pc_bit_get(m->left_out, x), is = pc_bit_get(c->left, x);
         if (is && !was) { /* left out now: its keeper keeps from D on */
             m->keeper[x] = c->keeper;
-            m->left_at[x] = clock_ms();
-            if (c->keeper == env->me) {
+            if (c->keeper == env->me) { /* the coordinator */
+                m->left_at[x] = clock_ms();
                 msg_owed_t *o = &m->owed[x];
                 owed_clear(o);
                 o->from = o->upto = D;
