@@ -88,6 +88,10 @@ typedef struct pc_round_done {
                               were silent when the round was summed (it did
                               not wait for them: their results were kept) */
     int catch_up;          /* the rounds' results were kept for this rank */
+    const int *members;    /* the last round's members (ranks, increasing) when
+                              the backend's differ from pc_policy_members (a
+                              view's groups), nmembers of them; NULL: the policy's */
+    int nmembers;
     /* a catch-up's rounds, round by round (the trailer of buf holds their sum,
      * REPLACE: the last round's): */
     int64_t active_last, active_min, active_total, contributions, contributions_last;

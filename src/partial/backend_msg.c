@@ -57,6 +57,16 @@
 
 static msg_backend_t *M(pc_backend_t *b) { return pc_msg_of(b); }
 
+/* The policy over the view's ranks: round r's members at index i of the
+ * view are pc_policy_members(&view, r, flags, i, ...) mapped through live
+ * (every rank, before any view). */
+static pc_policy_t view_policy(const msg_backend_t *m)
+{
+    pc_policy_t pol = m->base.env.policy;
+    pol.P = m->nlive;
+    return pol;
+}
+
 static void try_start(msg_backend_t *m);
 void pc_msg_try_start(msg_backend_t *m) { try_start(m); }
 
@@ -142,7 +152,8 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
          * the activation's links may not have it yet: pass it on (the slot
          * remembers the links used, unless a later round took it: then a
          * link may carry the round twice, which the receiver absorbs). */
-        if (!pc_policy_in_groups(&env->policy, round, flags)) return 0;
+        pc_policy_t pol = view_policy(m);
+        if (!pc_policy_in_groups(&pol, round, flags)) return 0;
         uint64_t links = pc_links_forward(&m->links, from_link);
         if (s->round == round) {
             links &= ~s->used_links;
@@ -229,17 +240,26 @@ static int build(msg_backend_t *m, int n, int idx, pc_sched_t **out)
     return pc_round_sched_build(&m->base.env, m->forced, m->small_bytes, n, idx, 0, out);
 }
 
-/* The schedule of round r (activated with flags), bound to its members;
- * NULL: no memory. */
+/* Round r's members (activated with flags) at this rank into m->members
+ * (ranks of the context) and m->member_idx (indices among the view's ranks);
+ * their number. */
+static int round_members(msg_backend_t *m, uint64_t r, uint32_t flags)
+{
+    pc_policy_t pol = view_policy(m);
+    int n = pc_policy_members(&pol, r, flags, m->live_me, m->member_idx);
+    for (int i = 0; i < n; i++) m->members[i] = m->live ? m->live[m->member_idx[i]] : m->member_idx[i];
+    return n;
+}
+
+/* The schedule of round r (activated with flags), bound to its members,
+ * on the view's communicator once there is a view; NULL: no memory. */
 static pc_sched_t *round_sched(msg_backend_t *m, uint64_t r, uint32_t flags)
 {
-    const pc_backend_env_t *env = &m->base.env;
     pc_sched_t *view = pc_msg_view_sched(m);
-    if (view) return view; /* rounds over the view's ranks, on its communicator */
-    int n = pc_policy_members(&env->policy, r, flags, env->me, m->members);
-    if (n == env->P) return m->sched;
+    int n = m->nmembers = round_members(m, r, flags);
+    if (n == m->nlive) return view ? view : m->sched; /* every rank of the view */
     int idx = 0;
-    while (m->members[idx] != env->me) idx++;
+    while (m->member_idx[idx] != m->live_me) idx++;
     pc_sched_t *s = NULL;
     for (int i = 0; i < m->ngroups && !s; i++)
         if (m->groups[i].n == n && m->groups[i].idx == idx) s = m->groups[i].sched;
@@ -251,7 +271,24 @@ static pc_sched_t *round_sched(msg_backend_t *m, uint64_t r, uint32_t flags)
         g[m->ngroups++] = (group_sched_t){n, idx, s};
     }
     pc_sched_bind_ranks(s, m->members);
+    if (view) pc_sched_set_comm(s, &m->view_comm, m->member_idx);
     return s;
+}
+
+int pc_msg_groups_drop(msg_backend_t *m, const pc_sched_t *s)
+{
+    for (int i = 0; i < m->ngroups; i++)
+        if (m->groups[i].sched == s) {
+            m->groups[i] = m->groups[--m->ngroups];
+            return 1;
+        }
+    return 0;
+}
+
+void pc_msg_groups_clear(msg_backend_t *m)
+{
+    for (int i = 0; i < m->ngroups; i++) pc_sched_free(m->groups[i].sched);
+    m->ngroups = 0;
 }
 
 static void try_start(msg_backend_t *m)
@@ -350,6 +387,10 @@ static void round_done(pc_sched_t *s, int status, void *arg)
     atomic_store(&m->done, r + 1);
     pc_round_done_t d = {.first = r, .round = r, .root = m->running_root, .flags = m->running_flags,
                          .parked = m->running_parked};
+    if (m->skipping && m->epoch > 0) { /* a view's groups: not the policy's */
+        d.members = m->members;
+        d.nmembers = m->nmembers;
+    }
     pc_msg_view_completed(m, r, m->running_flags, m->running_root, m->round_buf, &d);
     env->completed(env->owner, &d, m->round_buf);
     if (!m->finishing) try_start(m); /* completed() may have closed us (the last round) */
@@ -374,11 +415,9 @@ static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     int *peers = malloc(sizeof(int) * (size_t)env->P);
     if (!peers) return;
     int k = pc_sched_waiting_on(m->running_sched, peers, env->P);
-    /* the schedule's peers are positions in the round's members (every
-     * rank, or this rank's group) */
-    const int *ranks = m->running_sched == m->view_sched ? m->live : m->running_sched != m->sched ? m->members : NULL;
+    /* the schedule's peers are positions in the round's members */
     for (int i = 0; i < k; i++)
-        pc_probe_fallback(p, ranks ? ranks[peers[i]] : peers[i],
+        pc_probe_fallback(p, m->members[peers[i]],
                           "its part of the round has not arrived (its progress thread may be stopped)");
     free(peers);
 }
@@ -387,8 +426,11 @@ static int msg_members(pc_backend_t *b, uint64_t r, int *out)
 {
     msg_backend_t *m = M(b);
     const act_slot_t *s = &m->slot[r % (uint64_t)m->nslots];
-    if (s->round != r || !s->activated || !pc_policy_in_groups(&b->env.policy, r, s->flags)) return 0;
-    return pc_policy_members(&b->env.policy, r, s->flags, b->env.me, out);
+    pc_policy_t pol = view_policy(m);
+    if (s->round != r || !s->activated || !pc_policy_in_groups(&pol, r, s->flags)) return 0;
+    int n = pc_policy_members(&pol, r, s->flags, m->live_me, out);
+    for (int i = 0; m->live && i < n; i++) out[i] = m->live[out[i]];
+    return n;
 }
 
 static int msg_gave(pc_backend_t *b, uint64_t r)
@@ -413,6 +455,7 @@ static void msg_destroy(pc_backend_t *b)
     for (int i = 0; m->slot && i < m->nslots; i++) free(m->slot[i].counted);
     free(m->slot);
     free(m->members);
+    free(m->member_idx);
     free(m->pending);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -457,9 +500,12 @@ int pc_backend_msg_create(const pc_backend_env_t *env, pcoll_allreduce_algo_t fo
     atomic_init(&m->done, 0);
     m->pending = malloc(env->bytes);
     m->members = malloc(sizeof(int) * (size_t)env->P);
+    m->member_idx = malloc(sizeof(int) * (size_t)env->P);
+    m->nlive = env->P; /* every rank, until a view (pc_msg_view_init) */
+    m->live_me = env->me;
     m->nslots = pc_policy_window(&env->policy);
     m->slot = calloc((size_t)m->nslots, sizeof *m->slot);
-    int rc = m->pending && m->members && m->slot ? PCOLL_SUCCESS : PCOLL_ERR_NOMEM;
+    int rc = m->pending && m->members && m->member_idx && m->slot ? PCOLL_SUCCESS : PCOLL_ERR_NOMEM;
     for (int i = 0; rc == PCOLL_SUCCESS && i < m->nslots; i++)
         if (!(m->slot[i].counted = calloc(env->bitmap_bytes, 1))) rc = PCOLL_ERR_NOMEM;
     pc_sched_t *all = NULL;

@@ -72,7 +72,9 @@ typedef struct msg_backend {
     pc_sched_t *sched;         /* the data phase over all ranks: an allreduce */
     group_sched_t *groups;     /* over groups (GROUP) */
     int ngroups;
-    int *members;              /* the running round's (P ints) */
+    int *members;              /* the running round's, as ranks of the context (P ints) */
+    int *member_idx;           /* and as indices among the view's ranks (P ints) */
+    int nmembers;
     pc_sched_t *running_sched;
     int running;
     uint64_t running_round;
@@ -87,7 +89,8 @@ typedef struct msg_backend {
 
     /* ---- rounds without a silent rank (backend_msg_view.c); the token
      * holder's unless marked ---- */
-    int excluding;             /* PCOLL_EXCLUDE_MS > 0, rounds over every rank, P >= 3 */
+    int excluding;             /* PCOLL_EXCLUDE_MS > 0, P >= 2, not ACCUMULATE rounds in groups */
+    int skipping;              /* rounds in groups: a view change skips (regroup.h) */
     uint32_t epoch;            /* the view: its number */
     pc_backoff_t backoff;      /* the limit in use (backoff.h; its shift comes in the
                                   coordinator's FREEZE) */
@@ -132,6 +135,12 @@ static inline msg_backend_t *pc_msg_of(pc_backend_t *b) { return (msg_backend_t 
 
 /* backend_msg.c, for the view change (token holder) */
 void pc_msg_try_start(msg_backend_t *m);
+/* The cached group schedules: s leaves the cache, if it is there (a run of
+ * it was given up: it never runs again; the caller owns it).  1 if it was. */
+int pc_msg_groups_drop(msg_backend_t *m, const pc_sched_t *s);
+/* Frees every cached group schedule (a new view: groups of its ranks, on
+ * its communicator). */
+void pc_msg_groups_clear(msg_backend_t *m);
 int pc_msg_handle(msg_backend_t *m, int src, const void *msg, size_t bytes);
 
 /* backend_msg_view.c (token holder unless said) */

@@ -1,7 +1,9 @@
 /*
  * Rounds by messages that go on without a silent rank (PCOLL_EXCLUDE_MS):
  * views of the message backend, for objects whose rounds sum over every
- * rank (SOLO, MAJORITY, QUORUM; GROUP objects wait for every rank).
+ * rank (SOLO, MAJORITY, QUORUM), and GROUP objects whose rounds sum inside
+ * groups, with REPLACE or AVERAGE (`skipping`; ACCUMULATE ones wait for
+ * every rank).
  *
  *   looking (a waiting application's nudge, on the token holder):
  *     the running round has waited a quarter of the limit -> PING the
@@ -30,6 +32,11 @@
  *   it is owed (the sum of the rounds without it; REPLACE: the last) and
  *   sends it when it comes back: one catch-up delivery.
  *
+ *   skipping (rounds in groups): no donor, nothing kept or owed; every rank
+ *   goes on from the most rounds any completed, and the rounds it missed
+ *   complete as a group of one, itself (regroup.h); rounds from there form
+ *   their groups over the view's ranks (the policy with P = its size).
+ *
  * Synchronous rounds (sync_every, flush, free) start only in a view that
  * leaves nobody out: they wait for a left-out rank to come back.  Open MPI
  * 4.1 allows this much (scripts/regroup-experiment.sh): communicators made
@@ -56,11 +63,13 @@ enum { VIEW_TAG_KIND = 1 };
 /* tags on a view's own communicator: what a keeper sends a rank coming back */
 enum { TAG_META = 1, TAG_BORDER = 2, TAG_SUM = 3 };
 
-/* a run given up: its buffers stay until its on_done */
+/* a run given up: its buffers stay until its on_done (and its schedule,
+ * if it is a group's: the entry owns it from then on) */
 typedef struct given_up {
     struct given_up *next;
     pc_sched_t *sched;
     void *in, *buf;
+    int owns_sched;
 } given_up_t;
 
 /* Runs given up whose sends were let go never finish: at an object's end
@@ -164,7 +173,11 @@ int pc_msg_view_init(msg_backend_t *m)
     m->view_comm = MPI_COMM_NULL;
     m->kept_round = UINT64_MAX;
     m->held_tail = &m->held;
-    m->excluding = env->exclude_ns > 0 && P >= 2 && env->policy.kind != PCOLL_PARTIAL_GROUP;
+    /* rounds summed inside groups skip at a view change; with ACCUMULATE
+     * that could count a part twice (delivered to a group whose other
+     * members completed the round, and put back), so such objects wait */
+    m->skipping = pc_policy_in_groups(&env->policy, 0, 0);
+    m->excluding = env->exclude_ns > 0 && P >= 2 && !(m->skipping && env->mode == PCOLL_ACCUMULATE);
     m->nlive = P;
     m->live_me = env->me;
     if (!m->excluding) return PCOLL_SUCCESS;
@@ -281,6 +294,12 @@ void pc_msg_view_completed(msg_backend_t *m, uint64_t r, uint32_t flags, int roo
         return;
     }
     pc_backoff_round(&m->backoff);
+    if (m->skipping) { /* nobody gives or is owed a round: nothing kept */
+        env->release(env->owner, m->round_in);
+        m->round_in = NULL;
+        if (m->n_left_out > 0) d->left_out = m->left_out;
+        return;
+    }
     /* for a donor: the result (the driver does not reuse it: no copy); for
      * this rank's own return: its parts */
     env->pin(env->owner, (void *)buf);
@@ -308,6 +327,7 @@ int pc_msg_view_run_done(msg_backend_t *m, pc_sched_t *s)
         *p = g->next;
         env->release(env->owner, g->in);
         env->release(env->owner, g->buf);
+        if (g->owns_sched) pc_sched_free(g->sched); /* from its own on_done: allowed (sched.c) */
         free(g);
         return 1;
     }
@@ -332,7 +352,9 @@ static int give_up(msg_backend_t *m, void **parts)
     }
     memcpy(copy, m->round_in, env->bytes);
     *parts = copy;
-    *g = (given_up_t){m->given_up, m->running_sched, m->round_in, m->round_buf};
+    /* a group's schedule leaves the cache: it never runs again */
+    *g = (given_up_t){m->given_up, m->running_sched, m->round_in, m->round_buf,
+                      pc_msg_groups_drop(m, m->running_sched)};
     m->given_up = g;
     m->running = 0;
     m->round_in = m->round_buf = NULL;
@@ -441,7 +463,9 @@ static void *helper(void *arg)
     MPI_Group_free(&g);
     MPI_Group_free(&all);
     rc = MPI_Allgather(&c->mine, sizeof c->mine, MPI_BYTE, c->snaps, sizeof c->mine, MPI_BYTE, c->comm);
-    if (rc == MPI_SUCCESS && pc_regroup_plan(c->snaps, c->nlive, &c->plan) != 0) rc = -1;
+    if (rc == MPI_SUCCESS && (m->skipping ? pc_regroup_plan_skip(c->snaps, c->nlive, &c->plan)
+                                          : pc_regroup_plan(c->snaps, c->nlive, &c->plan)) != 0)
+        rc = -1;
     if (rc != MPI_SUCCESS) {
         change_fail(c, PCOLL_ERR_INTERNAL, "a view change found rounds it cannot resolve (code %d)", rc);
         goto out;
@@ -464,8 +488,8 @@ static void *helper(void *arg)
             c->received = NULL;
         }
     }
-    /* ranks coming back: what their keepers kept for them */
-    for (int j = 0; j < c->nlive; j++) {
+    /* ranks coming back: what their keepers kept for them (skipping: none) */
+    for (int j = 0; j < c->nlive && !m->skipping; j++) {
         if (!c->snaps[j].left_out) continue;
         int x = c->live[j], k = c->me == j ? m->left_keeper : m->keeper[x], kj = -1;
         for (int i = 0; i < c->nlive; i++)
@@ -612,6 +636,7 @@ static void start_change(msg_backend_t *m)
 }
 
 static void replay_held(msg_backend_t *m);
+static void skip(msg_backend_t *m, uint64_t first, uint64_t D);
 
 /* A left-out rank back in a view (c): its parts of the rounds the others
  * gave up go back, and what it missed comes as one catch-up (regroup.h).
@@ -619,6 +644,11 @@ static void replay_held(msg_backend_t *m);
 static int come_back(msg_backend_t *m, change_t *c)
 {
     const pc_backend_env_t *env = &m->base.env;
+    if (m->skipping) { /* its rounds go on from the view's (its latest contribution is pending) */
+        m->left_me = 0;
+        skip(m, c->mine.done, c->plan.resume);
+        return 0;
+    }
     int how = pc_regroup_return(c->meta.from, c->mine.done);
     if (how == -2) {
         env->failed(env->owner, PCOLL_ERR_INTERNAL, "a rank coming back is rounds away from the others");
@@ -677,10 +707,45 @@ static int come_back(msg_backend_t *m, change_t *c)
     return 0;
 }
 
+/* Rounds [first, D) are skipped here (rounds in groups, REPLACE or
+ * AVERAGE): they complete as rounds of a group of one, this rank alone (its
+ * latest contribution: its model stays as it is), so that an application
+ * waiting for one of them goes on. */
+static void skip(msg_backend_t *m, uint64_t first, uint64_t D)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    if (first >= D) return;
+    void *buf = env->buffer(env->owner);
+    if (!buf) {
+        env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the rounds a view change skipped");
+        return;
+    }
+    pthread_mutex_lock(&m->lock);
+    while (m->adding) { /* the application is adding: wait for its copy (short) */
+        pthread_mutex_unlock(&m->lock);
+        sched_yield();
+        pthread_mutex_lock(&m->lock);
+    }
+    int active = m->waiting_from < D, n = m->pending_contribs > 0;
+    if (n) memcpy(buf, m->pending, env->count * env->esize);
+    pthread_mutex_unlock(&m->lock);
+    if (!n) memset(buf, 0, env->count * env->esize);
+    pc_trailer_set(env, buf, active, n);
+    int me = env->me;
+    pc_round_done_t d = {.first = first, .round = D - 1, .root = me, .catch_up = 1, .active_last = active,
+                         .active_min = active, .active_total = active, .contributions = n,
+                         .contributions_last = n, .members = &me, .nmembers = 1};
+    env->completed(env->owner, &d, buf);
+}
+
 /* A rank of the old view: its round per the plan (regroup.h). */
 static void resolve(msg_backend_t *m, change_t *c, uint64_t D)
 {
     const pc_backend_env_t *env = &m->base.env;
+    if (m->skipping) { /* rounds before D are over here (REPLACE: nothing to put back) */
+        skip(m, c->mine.done, D);
+        return;
+    }
     switch (pc_regroup_action(&c->plan, &c->mine)) {
     case PC_REGROUP_RECEIVE: { /* round D - 1, as the others completed it */
         pc_round_done_t d = {.first = D - 1, .round = D - 1, .root = c->received_root,
@@ -725,6 +790,7 @@ static void install(pc_engine_t *e, void *arg)
     }
     m->old_scheds = old;
     if (m->view_sched) m->old_scheds[m->nold++] = m->view_sched; /* view 0's is m->sched */
+    pc_msg_groups_clear(m); /* groups of the new view's ranks, built as met */
     /* the view (the old communicator stays: messages of rounds given up may
      * still come on it) */
     uint64_t D = c->plan.resume;
@@ -732,8 +798,8 @@ static void install(pc_engine_t *e, void *arg)
         int was = pc_bit_get(m->left_out, x), is = pc_bit_get(c->left, x);
         if (is && !was) { /* left out now: its keeper keeps from D on */
             m->keeper[x] = c->keeper;
-            if (c->keeper == env->me) { /* the coordinator */
-                m->left_at[x] = clock_ms();
+            if (c->keeper == env->me) m->left_at[x] = clock_ms(); /* the coordinator */
+            if (c->keeper == env->me && !m->skipping) {
                 msg_owed_t *o = &m->owed[x];
                 owed_clear(o);
                 o->from = o->upto = D;
@@ -947,7 +1013,7 @@ static void look_task(pc_engine_t *e, void *arg)
     if (!buf) return;
     int k = pc_sched_waiting_on(m->running_sched, buf, env->P);
     for (int i = 0; i < k; i++) {
-        int j = m->running_sched == m->view_sched ? m->live[buf[i]] : buf[i];
+        int j = m->members[buf[i]]; /* positions in the running round's members */
         if (j != env->me && probe(m, j)) suspect(m, j);
     }
     if (buf != peers) free(buf);

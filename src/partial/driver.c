@@ -171,8 +171,11 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     pcoll_round_observer_t obs = p->observer;
     void *obs_arg = p->observer_arg;
     pthread_mutex_unlock(&p->lock);
-    int traced = pc_tl_on(p->base.ctx), grouped = traced && pc_policy_in_groups(&p->policy, r, flags);
-    int n = obs || grouped ? pc_policy_members(&p->policy, r, flags, p->me, p->round_group) : 0;
+    /* the round's members: the backend's (a view's groups), or the policy's */
+    int n = dn->nmembers;
+    if (dn->members) memcpy(p->round_group, dn->members, sizeof(int) * (size_t)n);
+    else n = pc_policy_members(&p->policy, r, flags, p->me, p->round_group);
+    int traced = pc_tl_on(p->base.ctx), grouped = traced && (dn->members || pc_policy_in_groups(&p->policy, r, flags));
     if (traced) {
         pc_tl_round(p->base.ctx, p->base.id, pcoll_partial_kind_name(p->cfg.kind), r, root, active, contribs,
                     (flags & PC_ROUND_SYNC) != 0, (flags & PC_ROUND_STANDIN) != 0, grouped ? p->round_group : NULL,
@@ -210,6 +213,8 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     if (dn->catch_up) d->caught_up += r - dn->first + 1;
     d->n_left_out = n_left;
     memcpy(p->left_out_d, p->left_out_h, sizeof(int) * (size_t)n_left);
+    d->group_n = n < p->P ? n : 0;
+    if (d->group_n > 0) memcpy(p->group_d, p->round_group, sizeof(int) * (size_t)n);
     d->active_last = (int)active_last;
     if ((int)active_min < d->active_min) d->active_min = (int)active_min;
     d->active_total += (uint64_t)active;

@@ -30,6 +30,8 @@ typedef struct pc_delivery {
     uint64_t parked; /* rounds that counted this rank as parked elsewhere */
     uint64_t left_out_rounds, caught_up;
     int n_left_out;  /* the last round's, listed in the object's left_out_d */
+    int group_n;     /* the last round's members, listed in group_d, if fewer
+                        than every rank (0: every rank) */
 } pc_delivery_t;
 
 struct pcoll_partial {
@@ -59,6 +61,7 @@ struct pcoll_partial {
     void *delivered;             /* (L) results not yet collected */
     pc_delivery_t dmeta;         /* (L) what `delivered` holds */
     int *left_out_d;             /* (L) P ints: its last round's left-out ranks */
+    int *group_d;                /* (L) P ints: its last round's members (group_n) */
     int *left_out;               /* application: P ints, info.left_out */
     void **pool;                 /* (L) spare buffers */
     int npool, cappool;

@@ -185,6 +185,7 @@ static void destroy(pcoll_partial_t *p)
     free(p->round_group);
     free(p->left_out_h);
     free(p->left_out_d);
+    free(p->group_d);
     free(p->left_out);
     pthread_mutex_destroy(&p->lock);
     free(p);
@@ -295,9 +296,10 @@ static int new_object(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     p->round_group = malloc(sizeof(int) * (size_t)p->P);
     p->left_out_h = malloc(sizeof(int) * (size_t)p->P);
     p->left_out_d = malloc(sizeof(int) * (size_t)p->P);
+    p->group_d = malloc(sizeof(int) * (size_t)p->P);
     p->left_out = malloc(sizeof(int) * (size_t)p->P);
     if (rc == PCOLL_SUCCESS && (!p->delivered || !p->scratch || !p->group || !p->round_group || !p->left_out_h ||
-                                !p->left_out_d || !p->left_out ||
+                                !p->left_out_d || !p->group_d || !p->left_out ||
                                 (p->is_leader && pc_leader_init(&p->leader, &p->policy) != 0)))
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the buffers of %zu elements", count);
     return rc;
@@ -496,6 +498,7 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
     void *d = p->delivered;
     pc_delivery_t m = p->dmeta;
     memcpy(p->left_out, p->left_out_d, sizeof(int) * (size_t)m.n_left_out);
+    if (m.group_n > 0) memcpy(p->group, p->group_d, sizeof(int) * (size_t)m.group_n);
     if (fresh) {
         p->delivered = fresh;
         memset(&p->dmeta, 0, sizeof p->dmeta);
@@ -531,9 +534,8 @@ static void take(pcoll_partial_t *p, void *out, pcoll_partial_info_t *info, uint
         info->group_size = 0;
         info->group = NULL;
         if (m.rounds > 0) {
-            uint32_t flags = m.sync_last ? PC_ROUND_SYNC : 0;
-            if (pc_policy_in_groups(&p->policy, m.last, flags)) {
-                info->group_size = pc_policy_members(&p->policy, m.last, flags, p->me, p->group);
+            if (m.group_n > 0) { /* copied with the delivery */
+                info->group_size = m.group_n;
                 p->group_all = 0;
             } else { /* every rank: listed once, not at every call */
                 if (!p->group_all)

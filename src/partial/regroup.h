@@ -25,6 +25,14 @@
  *     done_x = D + 1   it completed round D, which the others gave up: its
  *                      parts of D go back, and it is owed the rounds from D
  *                      less the result of D it already has
+ *
+ *   rounds summed inside groups (GROUP objects, REPLACE or AVERAGE): ranks
+ *   may be up to the policy's window apart, and a round's result is its
+ *   group's alone, so no rank holds what another missed.  The plan skips:
+ *     D = max done over every snapshot (ranks coming back included)
+ *     every rank goes on at D; the rounds [done, D) are over for it with
+ *     nothing delivered (its running round given up: its contribution is
+ *     still pending, as REPLACE keeps the latest), and nobody is owed
  */
 #ifndef PC_PARTIAL_REGROUP_H
 #define PC_PARTIAL_REGROUP_H
@@ -86,6 +94,22 @@ static inline pc_regroup_action_t pc_regroup_action(const pc_regroup_t *g, const
 {
     if (s->done + 1 == g->resume) return PC_REGROUP_RECEIVE;
     return s->running ? PC_REGROUP_PUT_BACK : PC_REGROUP_NOTHING;
+}
+
+/* The skipping plan over n snapshots (rounds summed inside groups): resume
+ * at the most any rank completed, no donor.  0, or -1 if n is 0. */
+static inline int pc_regroup_plan_skip(const pc_regroup_snap_t *s, int n, pc_regroup_t *out)
+{
+    if (n <= 0) return -1;
+    uint64_t D = 0, act = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i].done > D) D = s[i].done;
+        if (s[i].activated > act) act = s[i].activated;
+    }
+    out->resume = D;
+    out->activated = act > D ? act : D;
+    out->donor = -1;
+    return 0;
 }
 
 /* A left-out rank coming back (done_x) to a view whose others left it out

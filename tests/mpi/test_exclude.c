@@ -13,6 +13,14 @@
  *   - the rounds went on without the stopped rank: the others report
  *     rounds that left it out, and it reports a catch-up;
  *   - the results are the same at every rank (the last flush's).
+ * Then a GROUP object (group size 2, REPLACE: WAGMA's rounds, which skip
+ * what a view change interrupts): rank j's contribution is one-hot, its
+ * call number + 1 at element j and zeros elsewhere, so a result shows whose
+ * contributions it holds.  Checks, at every rank: every round's result
+ * holds its reported group's elements only (0 elsewhere, never a left-out
+ * rank's); the others report rounds that left the stopped rank out; the
+ * stopped rank completes rounds after it is back; the flush (every rank)
+ * holds every rank's last contribution.
  * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
  * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
  * taken for silent, left out and taken back again and again (on an
@@ -20,6 +28,7 @@
  * checks (the limit backs off by itself).
  * Run plain and under ASan and TSan.
  */
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -108,6 +117,85 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     CHECK_RC(pcoll_partial_free(&p));
 }
 
+/* ---- GROUP ---- */
+
+typedef struct group_watch {
+    atomic_int bad;            /* rounds whose result holds another's elements */
+    atomic_ullong rounds;      /* rounds seen (not synchronous) */
+    atomic_ullong left_out;    /* rounds that left a rank out */
+    char first[200];           /* the first bad round (written once) */
+} group_watch_t;
+
+static void group_observer(const pcoll_round_t *r, void *arg)
+{
+    group_watch_t *w = arg;
+    const double *v = r->result;
+    int in[4096] = {0};
+    for (int i = 0; i < r->group_size && r->group[i] < 4096; i++) in[r->group[i]] = 1;
+    for (int i = 0; i < r->n_left_out; i++)
+        if (r->left_out[i] < 4096 && in[r->left_out[i]] && atomic_fetch_add(&w->bad, 1) == 0)
+            snprintf(w->first, sizeof w->first, "round %llu lists left-out rank %d in its group",
+                     (unsigned long long)r->round, r->left_out[i]);
+    for (int j = 0; j < size && j < 4096; j++) {
+        int ok = in[j] ? v[j] >= 0 && v[j] <= CALLS : v[j] == 0;
+        if (!ok && atomic_fetch_add(&w->bad, 1) == 0)
+            snprintf(w->first, sizeof w->first, "round %llu: element %d is %.1f, group of %d ranks",
+                     (unsigned long long)r->round, j, v[j], r->group_size);
+    }
+    if (!r->synchronous) atomic_fetch_add(&w->rounds, 1);
+    if (r->n_left_out > 0) atomic_fetch_add(&w->left_out, 1);
+}
+
+static void run_group(pcoll_t *ctx)
+{
+    static group_watch_t w;
+    atomic_init(&w.bad, 0);
+    atomic_init(&w.rounds, 0);
+    atomic_init(&w.left_out, 0);
+    pcoll_partial_config_t cfg;
+    pcoll_partial_config_default(&cfg);
+    cfg.kind = PCOLL_PARTIAL_GROUP;
+    cfg.group_size = 2;
+    cfg.mode = PCOLL_REPLACE;
+    cfg.observer = group_observer;
+    cfg.observer_arg = &w;
+    pcoll_partial_t *p;
+    CHECK_RC(pcoll_partial_create(ctx, COUNT, PCOLL_FLOAT64, &cfg, &p));
+    static double mine[COUNT], out[COUNT];
+    memset(mine, 0, sizeof mine);
+    pcoll_partial_info_t info;
+    int stopped = !churn && (rank == 1 || (size >= 4 && rank == size - 1));
+    uint64_t before_back = 0;
+    for (int c = 0; c < CALLS; c++) {
+        if (!churn && ((rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c == 2 * CALLS / 3))) {
+            stop_self(800);
+            before_back = atomic_load(&w.rounds);
+        }
+        mine[rank] = c + 1;
+        CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
+        if (churn) spin_ms((rank * 7 + c) % 4);
+        else usleep(1000);
+    }
+    uint64_t after_back = atomic_load(&w.rounds) - before_back;
+    CHECK_RC(pcoll_partial_flush(p, out, &info));
+    for (int j = 0; j < size; j++)
+        CHECK_MSG(out[j] == CALLS, "group: the flush holds %.1f of rank %d, not its last contribution %d", out[j], j,
+                  CALLS);
+    CHECK_MSG(atomic_load(&w.bad) == 0, "group: %d rounds hold elements outside their group; first: %s",
+              atomic_load(&w.bad), w.first);
+    if (stopped)
+        CHECK_MSG(after_back > 0, "group: rank %d completed no round after it was back", rank);
+    else if (!churn)
+        CHECK_MSG(atomic_load(&w.left_out) > 0, "group: no round went on without the stopped rank");
+    unsigned long long lo = atomic_load(&w.left_out), all = 0;
+    MPI_Reduce(&lo, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_exclude group%s: %llu rounds left a rank out (over all ranks); every result holds its "
+               "group's contributions only\n",
+               churn ? " churn" : "", all);
+    CHECK_RC(pcoll_partial_free(&p));
+}
+
 int main(int argc, char **argv)
 {
     tu_mpi_start(&argc, &argv, 300, &rank, &size);
@@ -118,6 +206,7 @@ int main(int argc, char **argv)
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     run(ctx, PCOLL_PARTIAL_SOLO);
     run(ctx, PCOLL_PARTIAL_MAJORITY);
+    run_group(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_exclude: %ld checks passed at rank 0\n", (long)tu_checks_);
     MPI_Finalize();

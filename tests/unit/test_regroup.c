@@ -11,6 +11,10 @@
  *     a rank at D - 1 not running, nobody in the view) are refused;
  *   - a rank coming back: one round behind, even, or one ahead, and nothing
  *     else;
+ *   - rounds summed inside groups (the skipping plan): for every state of n
+ *     ranks up to W = 5 rounds apart, ranks coming back included, resume at
+ *     the most any completed, activated from there on, no donor; no ranks:
+ *     refused;
  * for n from 1 to 8 and every state (4^n: left-out ranks mixed in).
  */
 #include <stdio.h>
@@ -102,6 +106,33 @@ static void coming_back(void)
     }
 }
 
+static void skipping(void)
+{
+    enum { W = 5 };
+    pc_regroup_t g;
+    pc_regroup_snap_t s[5];
+    CHECK(pc_regroup_plan_skip(s, 0, &g) == -1);
+    for (int n = 1; n <= 5; n++) {
+        int states = 1;
+        for (int i = 0; i < n; i++) states *= 2 * W;
+        for (int code = 0; code < states; code++) {
+            uint64_t most = 0, act = 0, base = 100;
+            for (int i = 0, c = code; i < n; i++, c /= 2 * W) {
+                int behind = c % W, back = (c / W) % 2;
+                s[i] = (pc_regroup_snap_t){.done = base - (uint64_t)behind,
+                                           .activated = base - (uint64_t)behind + (uint64_t)((code + i) % 3),
+                                           .running = (code >> i) & 1, .left_out = back};
+                if (s[i].done > most) most = s[i].done;
+                if (s[i].activated > act) act = s[i].activated;
+            }
+            CHECK(pc_regroup_plan_skip(s, n, &g) == 0);
+            CHECK(g.resume == most);
+            CHECK(g.activated == (act > most ? act : most));
+            CHECK(g.donor == -1);
+        }
+    }
+}
+
 int main(void)
 {
     for (int n = 1; n <= 8; n++)
@@ -109,6 +140,7 @@ int main(void)
     donors();
     inconsistent();
     coming_back();
+    skipping();
     printf("test_regroup: %ld checks passed\n", checks);
     return 0;
 }
