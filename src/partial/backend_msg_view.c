@@ -370,6 +370,18 @@ int pc_msg_view_run_out(const msg_backend_t *m, const pc_sched_t *s)
     return 0;
 }
 
+/* Takes the lock once the application is not adding to pending (its copy
+ * is short): pending is whole. */
+static void lock_pending(msg_backend_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    while (m->adding) {
+        pthread_mutex_unlock(&m->lock);
+        sched_yield();
+        pthread_mutex_lock(&m->lock);
+    }
+}
+
 /* A round's parts go back into pending (ACCUMULATE; REPLACE keeps its
  * latest contribution pending anyway). */
 static void put_back(msg_backend_t *m, const void *parts)
@@ -378,12 +390,7 @@ static void put_back(msg_backend_t *m, const void *parts)
     if (!parts || env->mode != PCOLL_ACCUMULATE) return;
     int64_t n = trailer_contributions(env, parts);
     if (n <= 0) return; /* zeros: nothing was taken */
-    pthread_mutex_lock(&m->lock);
-    while (m->adding) { /* the application is adding: wait for its copy (short) */
-        pthread_mutex_unlock(&m->lock);
-        sched_yield();
-        pthread_mutex_lock(&m->lock);
-    }
+    lock_pending(m);
     if (m->pending_contribs == 0) memcpy(m->pending, parts, env->count * env->esize);
     else pc_reduce_sum(m->pending, m->pending, parts, env->count, env->dtype);
     m->pending_contribs += (uint64_t)n;
@@ -720,12 +727,7 @@ static void skip(msg_backend_t *m, uint64_t first, uint64_t D)
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the rounds a view change skipped");
         return;
     }
-    pthread_mutex_lock(&m->lock);
-    while (m->adding) { /* the application is adding: wait for its copy (short) */
-        pthread_mutex_unlock(&m->lock);
-        sched_yield();
-        pthread_mutex_lock(&m->lock);
-    }
+    lock_pending(m);
     int active = m->waiting_from < D, n = m->pending_contribs > 0;
     if (n) memcpy(buf, m->pending, env->count * env->esize);
     pthread_mutex_unlock(&m->lock);
