@@ -28,7 +28,7 @@
 #   included), and the test accuracy; OUT/restart.jsonl.
 # churn: nobody stops, but PCOLL_EXCLUDE_MS is set below what a busy
 #   machine reaches (CHURN_MS; 0, no views, is the peer), rounds by messages, CHURN_NPS ranks, each
-#   kind of CHURN_ALGOS: healthy ranks are left out and come back.  Per run
+#   kind of CHURN_ALGOS (wagma-tau0 as in stop): healthy ranks are left out and come back.  Per run
 #   (1 epoch, 8,000 images, within CHURN_TIMEOUT_S): whether it ended, the
 #   views rank 0 installed, the limit the back-off reached, steps/s and the
 #   test accuracy; OUT/churn.jsonl.
@@ -206,9 +206,11 @@ for np in ${CHURN_NPS:-8 16 32}; do
             echo "failure-experiment: churn, $np ranks, $ms ms, $algo" >&2
             rm -f "$out/churn.json"
             ended=yes
+            flags="--algo $algo"
+            [ "$algo" = wagma-tau0 ] && flags="--algo wagma --sync-every 0"
             # shellcheck disable=SC2086
             timeout "${CHURN_TIMEOUT_S:-120}" $MPIRUN -x PCOLL_EXCLUDE_MS="$ms" -x PCOLL_PARTIAL_SHM_BYTES=0 \
-                -x PCOLL_LOG_LEVEL=info -np "$np" "$train" --algo "$algo" --epochs 1 --train-limit 8000 \
+                -x PCOLL_LOG_LEVEL=info -np "$np" "$train" $flags --epochs 1 --train-limit 8000 \
                 --json "$out/churn.json" >"$out/run.log" 2>&1 || ended=no
             [ -s "$out/churn.json" ] || ended=no
             views=$(grep -c 'pcoll\[0\] info: partial ch[0-9]*: view ' "$out/run.log" || true)
