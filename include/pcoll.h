@@ -619,6 +619,9 @@ PCOLL_API int pcoll_partial_initiator(const pcoll_partial_t *p, uint64_t round);
  * *n ints on entry) receive them in increasing order, *n their number.  A
  * synchronous round (every sync_every-th) and the other kinds: every rank.
  * (A flush or free round, whatever its number, sums over every rank.)
+ * These are the groups of every rank; while rounds by messages go on
+ * without a silent rank (PCOLL_EXCLUDE_MS), the groups form over the ranks
+ * still in: the observer's and pcoll_partial_info_t's group name them.
  * PCOLL_ERR_ARG if *n is too small (*n is set to the size needed). */
 PCOLL_API int pcoll_partial_group_of(const pcoll_partial_t *p, uint64_t round, int *members, int *n);
 

@@ -287,8 +287,11 @@ int pc_msg_groups_drop(msg_backend_t *m, const pc_sched_t *s)
 
 void pc_msg_groups_clear(msg_backend_t *m)
 {
-    for (int i = 0; i < m->ngroups; i++) pc_sched_free(m->groups[i].sched);
-    m->ngroups = 0;
+    int keep = 0; /* a run that could not be given up (no memory: the object failed) stays */
+    for (int i = 0; i < m->ngroups; i++)
+        if (m->running && m->groups[i].sched == m->running_sched) m->groups[keep++] = m->groups[i];
+        else pc_sched_free(m->groups[i].sched);
+    m->ngroups = keep;
 }
 
 static void try_start(msg_backend_t *m)

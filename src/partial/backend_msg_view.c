@@ -716,8 +716,11 @@ static int come_back(msg_backend_t *m, change_t *c)
 
 /* Rounds [first, D) are skipped here (rounds in groups, REPLACE or
  * AVERAGE): they complete as rounds of a group of one, this rank alone (its
- * latest contribution: its model stays as it is), so that an application
- * waiting for one of them goes on. */
+ * latest contribution), so that an application waiting for one of them
+ * goes on (a result it has not collected yet stays: `alone`).  Of them,
+ * only `first` can have been a flush (a flush needs every rank's part, so
+ * no rank completed one after it without this rank): its flag comes along,
+ * or the flush call that waits for it would wait for ever. */
 static void skip(msg_backend_t *m, uint64_t first, uint64_t D)
 {
     const pc_backend_env_t *env = &m->base.env;
@@ -733,10 +736,12 @@ static void skip(msg_backend_t *m, uint64_t first, uint64_t D)
     pthread_mutex_unlock(&m->lock);
     if (!n) memset(buf, 0, env->count * env->esize);
     pc_trailer_set(env, buf, active, n);
+    const act_slot_t *sl = &m->slot[first % (uint64_t)m->nslots];
+    uint32_t flags = sl->round == first && sl->activated ? sl->flags & PC_ROUND_FLUSH : 0;
     int me = env->me;
-    pc_round_done_t d = {.first = first, .round = D - 1, .root = me, .catch_up = 1, .active_last = active,
-                         .active_min = active, .active_total = active, .contributions = n,
-                         .contributions_last = n, .members = &me, .nmembers = 1};
+    pc_round_done_t d = {.first = first, .round = D - 1, .root = me, .flags = flags, .catch_up = 1,
+                         .active_last = active, .active_min = active, .active_total = active, .contributions = n,
+                         .contributions_last = n, .alone = 1, .members = &me, .nmembers = 1};
     env->completed(env->owner, &d, buf);
 }
 
@@ -757,7 +762,6 @@ static void resolve(msg_backend_t *m, change_t *c, uint64_t D)
         m->kept_round = D - 1;
         m->kept_flags = c->received_flags;
         m->kept_root = c->received_root;
-        atomic_store(&m->done, D);
         void *buf = c->received;
         c->received = NULL;
         env->completed(env->owner, &d, buf);
@@ -832,7 +836,14 @@ static void install(pc_engine_t *e, void *arg)
     memset(m->ping_wait, 0, sizeof(uint64_t) * (size_t)env->P);
     m->run_wait = 0;
 
-    /* this rank's rounds */
+    /* this rank's rounds go on from D: set before the deliveries below, as
+     * an application they wake takes the next round at once (rounds_started) */
+    atomic_store(&m->done, D);
+    pthread_mutex_lock(&m->lock);
+    m->rounds_started = D;
+    if (m->activated_upto < D) m->activated_upto = D; /* every round before D is complete */
+    uint64_t act = m->activated_upto;
+    pthread_mutex_unlock(&m->lock);
     if (m->left_me) {
         if (come_back(m, c) != 0) {
             change_free(c);
@@ -841,12 +852,6 @@ static void install(pc_engine_t *e, void *arg)
     } else {
         resolve(m, c, D);
     }
-    atomic_store(&m->done, D);
-    pthread_mutex_lock(&m->lock);
-    m->rounds_started = D;
-    if (m->activated_upto < D) m->activated_upto = D; /* every round before D is complete */
-    uint64_t act = m->activated_upto;
-    pthread_mutex_unlock(&m->lock);
     /* rounds activated before the change: again, on the new links (the
      * others take the first activation they get) */
     for (uint64_t r = D; r < act; r++) {

@@ -203,14 +203,25 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     } else if (p->cfg.mode == PCOLL_ACCUMULATE) {
         pc_reduce_sum(p->delivered, p->delivered, buf, p->count, p->dtype);
         spare = buf;
+    } else if (dn->alone) {
+        spare = buf; /* REPLACE: a result not yet collected beats this rank's own contribution */
     } else {
         spare = p->delivered; /* REPLACE: the latest result wins */
         p->delivered = buf;
     }
+    int kept = spare == buf && p->cfg.mode != PCOLL_ACCUMULATE; /* the delivered result and its record stay */
     d->rounds += r - dn->first + 1;
     d->last = r;
     if (n_left > 0) d->left_out_rounds++;
     if (dn->catch_up) d->caught_up += r - dn->first + 1;
+    atomic_store(&p->rounds_completed, r + 1);
+    if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
+    if (kept) {
+        pthread_mutex_unlock(&p->lock);
+        pc_partial_buffer_put(p, spare);
+        pc_engine_notify(p->base.engine);
+        return;
+    }
     d->n_left_out = n_left;
     memcpy(p->left_out_d, p->left_out_h, sizeof(int) * (size_t)n_left);
     d->group_n = n < p->P ? n : 0;
@@ -223,8 +234,6 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     d->root_last = root;
     d->sync_last = (flags & PC_ROUND_SYNC) != 0;
     d->parked += (uint64_t)parked;
-    atomic_store(&p->rounds_completed, r + 1);
-    if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
     pthread_mutex_unlock(&p->lock);
     pc_partial_buffer_put(p, spare);
     pc_engine_notify(p->base.engine);

@@ -18,9 +18,12 @@
  * call number + 1 at element j and zeros elsewhere, so a result shows whose
  * contributions it holds.  Checks, at every rank: every round's result
  * holds its reported group's elements only (0 elsewhere, never a left-out
- * rank's); the others report rounds that left the stopped rank out; the
- * stopped rank completes rounds after it is back; the flush (every rank)
- * holds every rank's last contribution.
+ * rank's), and so does every call's result with its info.group; the others
+ * report rounds that left the stopped rank out; the stopped rank completes
+ * rounds with others after it is back (not only the group of one it gets
+ * for the rounds it missed); the flush (every rank) holds every rank's last
+ * contribution.  With 6 ranks or more the views (5 or 4 ranks) still form
+ * groups smaller than themselves.
  * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
  * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
  * taken for silent, left out and taken back again and again (on an
@@ -121,7 +124,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
 
 typedef struct group_watch {
     atomic_int bad;            /* rounds whose result holds another's elements */
-    atomic_ullong rounds;      /* rounds seen (not synchronous) */
+    atomic_ullong rounds;      /* rounds seen with another rank (not synchronous) */
     atomic_ullong left_out;    /* rounds that left a rank out */
     char first[200];           /* the first bad round (written once) */
 } group_watch_t;
@@ -136,13 +139,13 @@ static void group_observer(const pcoll_round_t *r, void *arg)
         if (r->left_out[i] < 4096 && in[r->left_out[i]] && atomic_fetch_add(&w->bad, 1) == 0)
             snprintf(w->first, sizeof w->first, "round %llu lists left-out rank %d in its group",
                      (unsigned long long)r->round, r->left_out[i]);
-    for (int j = 0; j < size && j < 4096; j++) {
-        int ok = in[j] ? v[j] >= 0 && v[j] <= CALLS : v[j] == 0;
+    for (size_t j = 0; j < COUNT; j++) {
+        int ok = j < 4096 && in[j] ? v[j] >= 0 && v[j] <= CALLS : v[j] == 0;
         if (!ok && atomic_fetch_add(&w->bad, 1) == 0)
-            snprintf(w->first, sizeof w->first, "round %llu: element %d is %.1f, group of %d ranks",
+            snprintf(w->first, sizeof w->first, "round %llu: element %zu is %.1f, group of %d ranks",
                      (unsigned long long)r->round, j, v[j], r->group_size);
     }
-    if (!r->synchronous) atomic_fetch_add(&w->rounds, 1);
+    if (!r->synchronous && r->group_size >= 2) atomic_fetch_add(&w->rounds, 1);
     if (r->n_left_out > 0) atomic_fetch_add(&w->left_out, 1);
 }
 
@@ -173,6 +176,15 @@ static void run_group(pcoll_t *ctx)
         }
         mine[rank] = c + 1;
         CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
+        /* the call's result holds its reported group's elements only */
+        int in[4096] = {0};
+        for (int i = 0; i < info.group_size && info.group[i] < 4096; i++) in[info.group[i]] = 1;
+        for (int j = 0; info.rounds > 0 && j < size && j < 4096; j++)
+            if (!in[j] && out[j] != 0) {
+                CHECK_MSG(0, "group: a call's result holds %.1f of rank %d, outside its group of %d", out[j], j,
+                          info.group_size);
+                break;
+            }
         if (churn) spin_ms((rank * 7 + c) % 4);
         else usleep(1000);
     }
