@@ -216,24 +216,20 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     if (dn->catch_up) d->caught_up += r - dn->first + 1;
     atomic_store(&p->rounds_completed, r + 1);
     if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
-    if (kept) {
-        pthread_mutex_unlock(&p->lock);
-        pc_partial_buffer_put(p, spare);
-        pc_engine_notify(p->base.engine);
-        return;
+    if (!kept) { /* what the delivered result holds: this round's record too */
+        d->n_left_out = n_left;
+        memcpy(p->left_out_d, p->left_out_h, sizeof(int) * (size_t)n_left);
+        d->group_n = n < p->P ? n : 0;
+        if (d->group_n > 0) memcpy(p->group_d, p->round_group, sizeof(int) * (size_t)n);
+        d->active_last = (int)active_last;
+        if ((int)active_min < d->active_min) d->active_min = (int)active_min;
+        d->active_total += (uint64_t)active;
+        d->contributions += (uint64_t)contribs;
+        d->contributions_last = (uint64_t)contribs_last;
+        d->root_last = root;
+        d->sync_last = (flags & PC_ROUND_SYNC) != 0;
+        d->parked += (uint64_t)parked;
     }
-    d->n_left_out = n_left;
-    memcpy(p->left_out_d, p->left_out_h, sizeof(int) * (size_t)n_left);
-    d->group_n = n < p->P ? n : 0;
-    if (d->group_n > 0) memcpy(p->group_d, p->round_group, sizeof(int) * (size_t)n);
-    d->active_last = (int)active_last;
-    if ((int)active_min < d->active_min) d->active_min = (int)active_min;
-    d->active_total += (uint64_t)active;
-    d->contributions += (uint64_t)contribs;
-    d->contributions_last = (uint64_t)contribs_last;
-    d->root_last = root;
-    d->sync_last = (flags & PC_ROUND_SYNC) != 0;
-    d->parked += (uint64_t)parked;
     pthread_mutex_unlock(&p->lock);
     pc_partial_buffer_put(p, spare);
     pc_engine_notify(p->base.engine);
