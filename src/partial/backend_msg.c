@@ -240,14 +240,14 @@ static int build(msg_backend_t *m, int n, int idx, pc_sched_t **out)
     return pc_round_sched_build(&m->base.env, m->forced, m->small_bytes, n, idx, 0, out);
 }
 
-/* Round r's members (activated with flags) at this rank into m->members
- * (ranks of the context) and m->member_idx (indices among the view's ranks);
- * their number. */
-static int round_members(msg_backend_t *m, uint64_t r, uint32_t flags)
+/* Round r's members (activated with flags) at this rank: their indices
+ * among the view's ranks into idx, and their ranks of the context into
+ * ranks (which may be idx: mapped in place); their number. */
+static int view_members(const msg_backend_t *m, uint64_t r, uint32_t flags, int *idx, int *ranks)
 {
     pc_policy_t pol = view_policy(m);
-    int n = pc_policy_members(&pol, r, flags, m->live_me, m->member_idx);
-    for (int i = 0; i < n; i++) m->members[i] = m->live ? m->live[m->member_idx[i]] : m->member_idx[i];
+    int n = pc_policy_members(&pol, r, flags, m->live_me, idx);
+    for (int i = 0; i < n; i++) ranks[i] = m->live ? m->live[idx[i]] : idx[i];
     return n;
 }
 
@@ -256,7 +256,7 @@ static int round_members(msg_backend_t *m, uint64_t r, uint32_t flags)
 static pc_sched_t *round_sched(msg_backend_t *m, uint64_t r, uint32_t flags)
 {
     pc_sched_t *view = pc_msg_view_sched(m);
-    int n = m->nmembers = round_members(m, r, flags);
+    int n = m->nmembers = view_members(m, r, flags, m->member_idx, m->members);
     if (n == m->nlive) return view ? view : m->sched; /* every rank of the view */
     int idx = 0;
     while (m->member_idx[idx] != m->live_me) idx++;
@@ -431,9 +431,7 @@ static int msg_members(pc_backend_t *b, uint64_t r, int *out)
     const act_slot_t *s = &m->slot[r % (uint64_t)m->nslots];
     pc_policy_t pol = view_policy(m);
     if (s->round != r || !s->activated || !pc_policy_in_groups(&pol, r, s->flags)) return 0;
-    int n = pc_policy_members(&pol, r, s->flags, m->live_me, out);
-    for (int i = 0; m->live && i < n; i++) out[i] = m->live[out[i]];
-    return n;
+    return view_members(m, r, s->flags, out, out);
 }
 
 static int msg_gave(pc_backend_t *b, uint64_t r)

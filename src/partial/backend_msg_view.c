@@ -804,13 +804,14 @@ static void install(pc_engine_t *e, void *arg)
         int was = pc_bit_get(m->left_out, x), is = pc_bit_get(c->left, x);
         if (is && !was) { /* left out now: its keeper keeps from D on */
             m->keeper[x] = c->keeper;
-            if (c->keeper == env->me) m->left_at[x] = clock_ms(); /* the coordinator */
-            if (c->keeper == env->me && !m->skipping) {
+            if (c->keeper == env->me) { /* the coordinator */
+                m->left_at[x] = clock_ms();
                 msg_owed_t *o = &m->owed[x];
                 owed_clear(o);
                 o->from = o->upto = D;
                 const void *border = c->received ? c->received : m->kept_round + 1 == D ? m->kept : NULL;
-                if (D > 0 && border && (o->border = malloc(env->bytes))) memcpy(o->border, border, env->bytes);
+                if (!m->skipping && D > 0 && border && (o->border = malloc(env->bytes)))
+                    memcpy(o->border, border, env->bytes);
             }
         } else if (was && !is) {
             if (m->keeper[x] == env->me) owed_clear(&m->owed[x]);

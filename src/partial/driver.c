@@ -171,11 +171,12 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
     pcoll_round_observer_t obs = p->observer;
     void *obs_arg = p->observer_arg;
     pthread_mutex_unlock(&p->lock);
-    /* the round's members: the backend's (a view's groups), or the policy's */
-    int n = dn->nmembers;
-    if (dn->members) memcpy(p->round_group, dn->members, sizeof(int) * (size_t)n);
-    else n = pc_policy_members(&p->policy, r, flags, p->me, p->round_group);
-    int traced = pc_tl_on(p->base.ctx), grouped = traced && (dn->members || pc_policy_in_groups(&p->policy, r, flags));
+    /* the round's members: the backend's (a view's groups), or the policy's
+     * (listed only when a group's, or for the observer: every rank) */
+    int in_groups = dn->members || pc_policy_in_groups(&p->policy, r, flags), n = p->P;
+    if (dn->members) memcpy(p->round_group, dn->members, sizeof(int) * (size_t)(n = dn->nmembers));
+    else if (in_groups || obs) n = pc_policy_members(&p->policy, r, flags, p->me, p->round_group);
+    int traced = pc_tl_on(p->base.ctx), grouped = traced && in_groups;
     if (traced) {
         pc_tl_round(p->base.ctx, p->base.id, pcoll_partial_kind_name(p->cfg.kind), r, root, active, contribs,
                     (flags & PC_ROUND_SYNC) != 0, (flags & PC_ROUND_STANDIN) != 0, grouped ? p->round_group : NULL,
@@ -209,17 +210,17 @@ static void on_completed(void *owner, const pc_round_done_t *dn, void *buf)
         spare = p->delivered; /* REPLACE: the latest result wins */
         p->delivered = buf;
     }
-    int kept = spare == buf && p->cfg.mode != PCOLL_ACCUMULATE; /* the delivered result and its record stay */
+    int stays = spare == buf && p->cfg.mode != PCOLL_ACCUMULATE; /* the delivered result and its record */
     d->rounds += r - dn->first + 1;
     d->last = r;
     if (n_left > 0) d->left_out_rounds++;
     if (dn->catch_up) d->caught_up += r - dn->first + 1;
     atomic_store(&p->rounds_completed, r + 1);
     if (flags & PC_ROUND_FLUSH) atomic_fetch_add(&p->flushes_completed, 1);
-    if (!kept) { /* what the delivered result holds: this round's record too */
+    if (!stays) { /* what the delivered result holds: this round's record too */
         d->n_left_out = n_left;
         memcpy(p->left_out_d, p->left_out_h, sizeof(int) * (size_t)n_left);
-        d->group_n = n < p->P ? n : 0;
+        d->group_n = in_groups && n < p->P ? n : 0;
         if (d->group_n > 0) memcpy(p->group_d, p->round_group, sizeof(int) * (size_t)n);
         d->active_last = (int)active_last;
         if ((int)active_min < d->active_min) d->active_min = (int)active_min;

@@ -30,9 +30,10 @@
  *   may be up to the policy's window apart, and a round's result is its
  *   group's alone, so no rank holds what another missed.  The plan skips:
  *     D = max done over every snapshot (ranks coming back included)
- *     every rank goes on at D; the rounds [done, D) are over for it with
- *     nothing delivered (its running round given up: its contribution is
- *     still pending, as REPLACE keeps the latest), and nobody is owed
+ *     every rank goes on at D; the rounds [done, D) are over for it, held
+ *     by nobody else (its running round given up: its contribution is
+ *     still pending, as REPLACE keeps the latest; backend_msg_view.c
+ *     completes them as a group of one), and nobody is owed
  */
 #ifndef PC_PARTIAL_REGROUP_H
 #define PC_PARTIAL_REGROUP_H
