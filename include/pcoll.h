@@ -217,13 +217,19 @@ PCOLL_API int pcoll_rank(const pcoll_t *ctx); /* rank in the context's communica
 PCOLL_API int pcoll_size(const pcoll_t *ctx);
 
 /* What this rank's context has sent since pcoll_init (the counters only
- * grow): data are the messages of allreduces and of partial rounds' data
+ * grow, but given_up_messages, a count of the moment): data are the messages of allreduces and of partial rounds' data
  * phases, control the small ones (activations, arrivals, HELLOs, stall
  * questions).  Data moved through node-shared memory is not counted. */
 typedef struct pcoll_stats {
     uint64_t data_bytes_sent, data_messages_sent;
     uint64_t control_bytes_sent, control_messages_sent;
-    uint64_t reserved[PCOLL_RESERVED]; /* zeros: future fields (see "ABI" above) */
+    /* Partial rounds by messages given up at a view change (a rank left
+     * out or taken back: docs/design.md, section 9): their messages that
+     * MPI has not finished yet (this rank holds their buffers until then:
+     * sends that wait for their receivers to drop them, stale messages
+     * being dropped here), and the stale messages dropped so far. */
+    uint64_t given_up_messages, stale_messages_dropped;
+    uint64_t reserved[PCOLL_RESERVED - 2]; /* zeros: future fields (see "ABI" above) */
 } pcoll_stats_t;
 PCOLL_API int pcoll_get_stats(const pcoll_t *ctx, pcoll_stats_t *stats);
 

@@ -464,10 +464,12 @@ static PyObject *context_stats(pcpy_context_t *c, PyObject *noargs)
     if (!ctx) return NULL;
     int rc = pcoll_get_stats(ctx, &s);
     if (rc != PCOLL_SUCCESS) return pcpy_raise(rc);
-    return Py_BuildValue("{sKsKsKsK}", "data_bytes_sent", (unsigned long long)s.data_bytes_sent, "data_messages_sent",
-                         (unsigned long long)s.data_messages_sent, "control_bytes_sent",
+    return Py_BuildValue("{sKsKsKsKsKsK}", "data_bytes_sent", (unsigned long long)s.data_bytes_sent,
+                         "data_messages_sent", (unsigned long long)s.data_messages_sent, "control_bytes_sent",
                          (unsigned long long)s.control_bytes_sent, "control_messages_sent",
-                         (unsigned long long)s.control_messages_sent);
+                         (unsigned long long)s.control_messages_sent, "given_up_messages",
+                         (unsigned long long)s.given_up_messages, "stale_messages_dropped",
+                         (unsigned long long)s.stale_messages_dropped);
 }
 
 static PyObject *context_set_allreduce_algo(pcpy_context_t *c, PyObject *arg)

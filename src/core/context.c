@@ -426,6 +426,8 @@ int pcoll_get_stats(const pcoll_t *ctx, pcoll_stats_t *stats)
     stats->data_messages_sent = e.data_msgs;
     stats->control_bytes_sent = e.ctrl_bytes;
     stats->control_messages_sent = e.ctrl_msgs;
+    stats->given_up_messages = e.stale_requests;
+    stats->stale_messages_dropped = e.stale_dropped;
     return PCOLL_SUCCESS;
 }
 

@@ -47,7 +47,17 @@ typedef struct owner {
     int passive;       /* not counted in nactive: a listener, or a
                           message of an abandoned run             */
     int abandoned;     /* of an abandoned run (counted in nabandoned) */
+    int stale;         /* a send of a run given up, or a stale message being
+                          dropped (counted in nstale): passive, tested with
+                          the others, never a reason to poll */
 } owner_t;
+
+/* A place whose stale messages are received and dropped (pc_engine_drain). */
+typedef struct drain {
+    MPI_Comm comm;
+    int *tags, ntags; /* 0: any tag */
+    const void *owner;
+} drain_t;
 
 typedef struct keyed {
     pc_poll_fn fn;
@@ -99,6 +109,10 @@ struct pc_engine {
                                 flight as much as requests (nactive) */
     int nbars, capbars;
     int nabandoned; /* outstanding requests of abandoned runs */
+    int nstale;     /* outstanding stale requests (owner_t.stale) */
+    drain_t *drains;
+    int ndrains, capdrains;
+    double drain_at_us; /* when the stale messages were last looked for */
     uint32_t ctrl_received; /* control messages the listeners got */
     int kick_did;           /* what the keyed pollers of this look did */
     int *idx;
@@ -117,6 +131,7 @@ struct pc_engine {
 
     atomic_ullong n_loops, n_sleeps, n_tasks, n_requests;
     atomic_ullong data_bytes, data_msgs, ctrl_bytes, ctrl_msgs; /* sent */
+    atomic_ullong n_stale, n_dropped; /* nstale, for other threads; stale messages dropped */
 };
 
 static double now_us(void)
@@ -136,6 +151,12 @@ static void ring_peer(pc_engine_t *e, const owner_t *o, int posted)
         pc_doorbell_ring(e->bells, o->send_to);
     else
         pc_doorbell_nudge(e->bells, o->send_to);
+}
+
+static void stale_count(pc_engine_t *e, int delta)
+{
+    e->nstale += delta;
+    atomic_store_explicit(&e->n_stale, (unsigned long long)e->nstale, memory_order_relaxed);
 }
 
 static int add_request(pc_engine_t *e, MPI_Request r, owner_t o)
@@ -159,11 +180,12 @@ static int add_request(pc_engine_t *e, MPI_Request r, owner_t o)
         if (!nr || !no || !ni || !ns || !nd || !nds || !nrc) return PCOLL_ERR_NOMEM;
         e->capreqs = cap;
     }
-    o.passive = o.listener;
+    o.passive = o.listener || o.stale;
     e->reqs[e->nreqs] = r;
     e->owners[e->nreqs] = o;
     e->nreqs++;
     if (!o.passive) e->nactive++;
+    if (o.stale) stale_count(e, 1);
     atomic_fetch_add_explicit(&e->n_requests, 1, memory_order_relaxed);
     return PCOLL_SUCCESS;
 }
@@ -312,20 +334,123 @@ void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status)
     }
 }
 
+void pc_engine_let_finish(pc_engine_t *e, pc_sched_t *s)
+{
+    for (int i = 0; i < e->nreqs; i++) {
+        owner_t *o = &e->owners[i];
+        if (o->sched != s || !o->abandoned || !o->is_send) continue;
+        o->abandoned = 0;
+        e->nabandoned--;
+        o->stale = 1;
+        stale_count(e, 1);
+    }
+}
+
 void pc_engine_let_go(pc_engine_t *e, pc_sched_t *s)
 {
     for (int i = 0; i < e->nreqs;) {
         owner_t *o = &e->owners[i];
-        if (o->sched != s || !o->abandoned || !o->is_send) {
+        if (o->sched != s || !(o->abandoned || o->stale) || !o->is_send) {
             i++;
             continue;
         }
         MPI_Request_free(&e->reqs[i]); /* MPI finishes it, or not, on its own */
-        e->nabandoned--;
+        if (o->abandoned) e->nabandoned--;
+        else stale_count(e, -1);
         e->nreqs--;
         e->reqs[i] = e->reqs[e->nreqs];
         e->owners[i] = e->owners[e->nreqs];
     }
+}
+
+/* ---- stale messages (runs given up elsewhere) ---- */
+
+int pc_engine_drain(pc_engine_t *e, const MPI_Comm *comm, const int *tags, int ntags, const void *owner)
+{
+    if (e->ndrains == e->capdrains) {
+        int cap = e->capdrains ? 2 * e->capdrains : 8;
+        drain_t *nd = realloc(e->drains, sizeof *nd * (size_t)cap);
+        if (!nd) return PCOLL_ERR_NOMEM;
+        e->drains = nd;
+        e->capdrains = cap;
+    }
+    drain_t d = {comm ? *comm : e->comm, NULL, ntags, owner};
+    if (ntags > 0) {
+        if (!(d.tags = malloc(sizeof(int) * (size_t)ntags))) return PCOLL_ERR_NOMEM;
+        memcpy(d.tags, tags, sizeof(int) * (size_t)ntags);
+    }
+    e->drains[e->ndrains++] = d;
+    return PCOLL_SUCCESS;
+}
+
+void pc_engine_drain_forget(pc_engine_t *e, const void *owner)
+{
+    for (int i = 0; i < e->ndrains;) {
+        if (!owner || e->drains[i].owner != owner) {
+            i++;
+            continue;
+        }
+        free(e->drains[i].tags);
+        e->drains[i] = e->drains[--e->ndrains];
+    }
+}
+
+static void dropped(pc_engine_t *e, void *arg, int status, const MPI_Status *st)
+{
+    (void)e, (void)status, (void)st;
+    free(arg);
+}
+
+/* Receives (and drops) the messages that wait at one drain place, tag by
+ * tag: a receive into a buffer of the message's size, completed like any
+ * other request (a large one needs its sender to move it). */
+static int drain_one(pc_engine_t *e, const drain_t *d)
+{
+    int n = 0;
+    for (int k = 0; k < (d->ntags ? d->ntags : 1); k++) {
+        int tag = d->ntags ? d->tags[k] : MPI_ANY_TAG;
+        for (;;) {
+            int flag = 0, bytes = 0;
+            MPI_Message msg;
+            MPI_Status st;
+            if (MPI_Improbe(MPI_ANY_SOURCE, tag, d->comm, &flag, &msg, &st) != MPI_SUCCESS || !flag) break;
+            MPI_Get_count(&st, MPI_BYTE, &bytes);
+            void *buf = malloc(bytes > 0 ? (size_t)bytes : 1);
+            MPI_Request r;
+            owner_t o = {.fn = dropped, .arg = buf, .step = -1, .send_to = -1, .peer = st.MPI_SOURCE, .tag = st.MPI_TAG,
+                         .stale = 1};
+            if (!buf || MPI_Imrecv(buf, bytes, MPI_BYTE, &msg, &r) != MPI_SUCCESS) {
+                pc_log(PCOLL_LOG_ERROR, "a stale message of %d bytes from rank %d could not be dropped", bytes,
+                       st.MPI_SOURCE);
+                free(buf);
+                return n;
+            }
+            if (add_request(e, r, o) != PCOLL_SUCCESS) { /* no room to wait for it: now */
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+                free(buf);
+            }
+            atomic_fetch_add_explicit(&e->n_dropped, 1, memory_order_relaxed);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Every PC_DRAIN_US while there are drain places or stale requests: the
+ * stale messages are taken, and every request tested once (a look tests
+ * them only while something else is in flight). */
+#define PC_DRAIN_US 20000.0
+static int test_requests(pc_engine_t *e);
+static int must_poll(pc_engine_t *e);
+static int drain_tick(pc_engine_t *e)
+{
+    double t = now_us();
+    if (t - e->drain_at_us < PC_DRAIN_US) return 0;
+    e->drain_at_us = t;
+    int did = 0;
+    for (int i = 0; i < e->ndrains; i++) did += drain_one(e, &e->drains[i]);
+    if (e->nreqs && !must_poll(e)) did += test_requests(e);
+    return did;
 }
 
 const char *pc_engine_msg_error(const pc_engine_t *e) { return e->msg_error; }
@@ -453,6 +578,7 @@ static int test_requests(pc_engine_t *e)
         int i = e->idx[k];
         if (!e->owners[i].passive) e->nactive--;
         if (e->owners[i].abandoned) e->nabandoned--;
+        if (e->owners[i].stale) stale_count(e, -1);
         e->nreqs--;
         e->reqs[i] = e->reqs[e->nreqs];
         e->owners[i] = e->owners[e->nreqs];
@@ -567,6 +693,7 @@ static int look(pc_engine_t *e, driver_t *d)
     if (atomic_load(&e->qlen)) did += run_tasks(e);
     if (e->nreqs && must_poll(e)) did += test_requests(e);
     if (e->nbars) did += test_barriers(e);
+    if (e->ndrains || e->nstale) did += drain_tick(e);
     e->kick_did = 0;
     pc_doorbell_take_kicks(e->bells, run_kicked, e);
     did += e->kick_did;
@@ -756,6 +883,8 @@ void pc_engine_destroy(pc_engine_t *e)
     free(e->done_rc);
     free(e->pollers);
     free(e->keys_used);
+    for (int i = 0; i < e->ndrains; i++) free(e->drains[i].tags); /* their communicators stay: messages may come */
+    free(e->drains);
     pc_doorbells_destroy(e->bells); /* collective: every rank is in pcoll_finalize */
     pthread_mutex_destroy(&e->qlock);
     pthread_mutex_destroy(&e->wlock);
@@ -999,4 +1128,6 @@ void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out)
     out->data_msgs = atomic_load(&e->data_msgs);
     out->ctrl_bytes = atomic_load(&e->ctrl_bytes);
     out->ctrl_msgs = atomic_load(&e->ctrl_msgs);
+    out->stale_requests = atomic_load(&e->n_stale);
+    out->stale_dropped = atomic_load(&e->n_dropped);
 }

@@ -108,11 +108,26 @@ int pc_engine_run(pc_engine_t *e, pc_sched_t *s);
  * posted messages completed or were cancelled (a send to a rank that never
  * receives may keep it from firing: the caller keeps the schedule). */
 void pc_engine_abandon(pc_engine_t *e, pc_sched_t *s, int status);
-/* Holder, after pc_engine_abandon: its sends are let go (MPI_Request_free:
- * a send to a rank that never receives it no longer keeps the engine
- * polling).  The run's on_done then never fires, and its buffers and the
- * schedule must stay as they are for good. */
+/* Holder, after pc_engine_abandon: its sends finish when MPI finishes
+ * them (a receiver that drains them, below), tested with the other
+ * requests but never a reason to keep polling; on_done fires then.  The
+ * run's buffers stay until on_done. */
+void pc_engine_let_finish(pc_engine_t *e, pc_sched_t *s);
+/* Holder, after pc_engine_abandon (or pc_engine_let_finish): its sends are
+ * let go (MPI_Request_free: a send to a rank that never receives it no
+ * longer keeps anything waiting).  The run's on_done then never fires, and
+ * its buffers and the schedule must stay as they are for good. */
 void pc_engine_let_go(pc_engine_t *e, pc_sched_t *s);
+/* Holder: messages of runs given up elsewhere (stale) may come on *comm
+ * (NULL: the engine's communicator of schedules) with one of tags (ntags =
+ * 0: any tag): every so often the holder receives and drops what waits
+ * there, so that their senders' requests complete and free their buffers.
+ * The communicator must stay valid while the engine lives; owner (may be
+ * NULL) names the place for pc_engine_drain_forget. */
+int pc_engine_drain(pc_engine_t *e, const MPI_Comm *comm, const int *tags, int ntags, const void *owner);
+/* Holder: no more draining of the places registered with this owner (a
+ * channel whose tags are about to be reused). */
+void pc_engine_drain_forget(pc_engine_t *e, const void *owner);
 
 /* Holder: a message with a completion callback.  A `listener`
  * receive is one that may wait indefinitely (activation, arrivals): while only
@@ -159,6 +174,9 @@ typedef struct pc_engine_stats {
     unsigned long long loops, sleeps, tasks, requests;
     /* sent: schedules' messages (data) and the others (control) */
     unsigned long long data_bytes, data_msgs, ctrl_bytes, ctrl_msgs;
+    /* messages of rounds given up that MPI has not finished (sends whose
+     * buffers are held, stale ones being dropped); stale messages dropped */
+    unsigned long long stale_requests, stale_dropped;
 } pc_engine_stats_t;
 void pc_engine_stats(const pc_engine_t *e, pc_engine_stats_t *out);
 

@@ -200,6 +200,15 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
     return first;
 }
 
+/* Nothing of this object is in flight any more (the last round ran, every
+ * FIN came): runs given up that MPI has not finished are let go (the
+ * object's end may come before their receivers drop them). */
+static void drained(msg_backend_t *m)
+{
+    pc_msg_view_let_go(m);
+    m->base.env.drained(m->base.env.owner);
+}
+
 /* An activation or FIN of this view (also a held one, at its install). */
 int pc_msg_handle(msg_backend_t *m, int src, const void *msg, size_t bytes)
 {
@@ -212,7 +221,7 @@ int pc_msg_handle(msg_backend_t *m, int src, const void *msg, size_t bytes)
         return 0;
     }
     if (h->type == PC_MSG_FIN) {
-        if (pc_links_fin(&m->links, link)) env->drained(env->owner);
+        if (pc_links_fin(&m->links, link)) drained(m);
     } else if (h->type == PC_MSG_ACTIVATE) {
         if (h->counted && bytes < sizeof *h + env->bitmap_bytes) {
             pc_log(PCOLL_LOG_ERROR, "partial: a truncated activation from rank %d", src);
@@ -406,7 +415,7 @@ static void msg_close(pc_backend_t *b)
     msg_backend_t *m = M(b);
     const pc_backend_env_t *env = &b->env;
     m->finishing = 1;
-    if (pc_links_close(&m->links, env)) env->drained(env->owner); /* no links (P = 1), or every FIN came first */
+    if (pc_links_close(&m->links, env)) drained(m); /* no links (P = 1), or every FIN came first */
 }
 
 static void msg_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)

@@ -102,8 +102,8 @@ typedef struct msg_backend {
     int *live, nlive, live_me; /* its ranks in order; this rank's index (-1: left out) */
     MPI_Comm view_comm;        /* its communicator (MPI_COMM_NULL: the context's) */
     pc_sched_t *view_sched;    /* its rounds' schedule (NULL: sched) */
-    pc_sched_t **old_scheds;   /* schedules of views left (a run given up may still be out) */
-    int nold;
+    MPI_Comm drained_comm;     /* the last view's communicator given to the engine to drain */
+    int drained_base;          /* ... and view 0's round tags (on the engine's communicator) */
     int *keeper;               /* per left-out rank: who keeps what it is owed */
     msg_owed_t *owed;          /* per rank: kept here for it (keeper) */
     atomic_int frozen;         /* a view change is under way: no round starts (read by
@@ -168,5 +168,9 @@ int pc_msg_view_may_start(const msg_backend_t *m, uint32_t flags);
 int pc_msg_view_run_out(const msg_backend_t *m, const pc_sched_t *s);
 /* A run finished: 1 if it was one given up (its buffers released). */
 int pc_msg_view_run_done(msg_backend_t *m, pc_sched_t *s);
+/* The object's traffic ended: runs given up that MPI has not finished
+ * are let go (their buffers stay for good), this object's round tags are
+ * drained no more (the channel may be reused). */
+void pc_msg_view_let_go(msg_backend_t *m);
 
 #endif

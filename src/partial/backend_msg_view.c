@@ -28,6 +28,11 @@
  *     its communicator (messages of rounds given up are on older ones and
  *     can never match); round D - 1 delivered, or parts put back
  *
+ *   from its FREEZE on, a rank drains the communicator it leaves (view 0:
+ *   this object's round tags on the engine's): the messages of rounds given
+ *   up are dropped as they come, so their senders' runs end and give their
+ *   buffers back (drain_left)
+ *
  *   while a rank is left out, the coordinator that left it out keeps what
  *   it is owed (the sum of the rounds without it; REPLACE: the last) and
  *   sends it when it comes back: one catch-up delivery.
@@ -170,7 +175,7 @@ int pc_msg_view_init(msg_backend_t *m)
 {
     const pc_backend_env_t *env = &m->base.env;
     int P = env->P;
-    m->view_comm = MPI_COMM_NULL;
+    m->view_comm = m->drained_comm = MPI_COMM_NULL;
     m->kept_round = UINT64_MAX;
     m->held_tail = &m->held;
     /* rounds summed inside groups skip at a view change; with ACCUMULATE
@@ -218,8 +223,6 @@ void pc_msg_view_destroy(msg_backend_t *m)
         n = h->next;
         free(h);
     }
-    for (int i = 0; i < m->nold; i++)
-        if (!pc_msg_view_run_out(m, m->old_scheds[i])) pc_sched_free(m->old_scheds[i]);
     if (!pc_msg_view_run_out(m, m->view_sched)) pc_sched_free(m->view_sched);
     /* runs given up whose messages may still be out: to the graveyard */
     if (m->given_up) {
@@ -231,7 +234,6 @@ void pc_msg_view_destroy(msg_backend_t *m)
         pthread_mutex_unlock(&graveyard_lock);
         m->given_up = NULL;
     }
-    free(m->old_scheds);
     free(m->left_out);
     free(m->suspected);
     free(m->want_out);
@@ -245,7 +247,7 @@ void pc_msg_view_destroy(msg_backend_t *m)
     free(m->left_at);
     if (m->kept) env->pin(env->owner, NULL);
     if (m->kept_in) env->release(env->owner, m->kept_in);
-    if (m->view_comm != MPI_COMM_NULL) MPI_Comm_free(&m->view_comm);
+    if (m->view_comm != MPI_COMM_NULL && m->view_comm != m->drained_comm) MPI_Comm_free(&m->view_comm);
 }
 
 pc_sched_t *pc_msg_view_sched(msg_backend_t *m) { return m->view_sched; }
@@ -334,9 +336,10 @@ int pc_msg_view_run_done(msg_backend_t *m, pc_sched_t *s)
     return 0;
 }
 
-/* Gives the running round up: its run is abandoned (its messages complete
- * or not, as MPI decides: its buffers stay until then), its parts copied
- * aside into *parts (NULL if no round ran).  1 if a round ran. */
+/* Gives the running round up: its run is abandoned (its receives are
+ * withdrawn; its sends finish when their receivers drop them, drain_left:
+ * its buffers stay until then), its parts copied aside into *parts (NULL
+ * if no round ran).  1 if a round ran. */
 static int give_up(msg_backend_t *m, void **parts)
 {
     const pc_backend_env_t *env = &m->base.env;
@@ -358,9 +361,81 @@ static int give_up(msg_backend_t *m, void **parts)
     m->given_up = g;
     m->running = 0;
     m->round_in = m->round_buf = NULL;
-    pc_engine_abandon(env->engine, g->sched, PCOLL_ERR_TIMEOUT);
-    pc_engine_let_go(env->engine, g->sched);
+    pc_sched_t *s = g->sched; /* g may be gone once abandoned (its on_done) */
+    pc_engine_abandon(env->engine, s, PCOLL_ERR_TIMEOUT);
+    pc_engine_let_finish(env->engine, s);
     return 1;
+}
+
+static given_up_t *given_up_run(const msg_backend_t *m, const pc_sched_t *s)
+{
+    for (given_up_t *g = m->given_up; g; g = g->next)
+        if (g->sched == s) return g;
+    return NULL;
+}
+
+static void run_forgotten(pc_sched_t *s, int status, void *arg) { (void)s, (void)status, (void)arg; }
+
+void pc_msg_view_let_go(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    for (given_up_t *g = m->given_up; g; g = g->next) {
+        pc_engine_let_go(env->engine, g->sched);
+        pc_sched_on_done(g->sched, run_forgotten, NULL); /* a withdrawn receive may still complete */
+    }
+    pc_engine_drain_forget(env->engine, m);
+}
+
+/* The step tags (step numbers modulo the tag's step field) that a
+ * schedule's messages use, marked in seen[]. */
+static void mark_tag_steps(const pc_sched_t *s, uint32_t mask, unsigned char *seen)
+{
+    for (int i = 0; s && i < pc_sched_nsteps(s); i++) {
+        pc_step_kind_t k = pc_sched_step_kind(s, i);
+        if (k == PC_STEP_SEND || k == PC_STEP_RECV) seen[(uint32_t)pc_sched_step_tag(s, i, mask) & mask] = 1;
+    }
+}
+
+/* This rank's rounds leave the view's communicator for good (a FREEZE):
+ * messages of rounds given up may still come on it (from ranks that had
+ * not given theirs up yet, or late ones of a stopped rank), and their
+ * senders hold their buffers until they are received.  The engine drains
+ * the communicator from now on: what comes is dropped.  View 0's rounds
+ * are on the engine's communicator, which other objects share: there only
+ * this object's round tags are drained, for the rounds that can still
+ * send here (from this rank's first round not completed, the policy's
+ * window of them), until the object's end. */
+static void drain_left(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    int rc = PCOLL_SUCCESS;
+    if (m->view_comm != MPI_COMM_NULL) {
+        if (m->view_comm == m->drained_comm) return;
+        rc = pc_engine_drain(env->engine, &m->view_comm, NULL, 0, NULL); /* drained after the object's end too */
+        if (rc == PCOLL_SUCCESS) m->drained_comm = m->view_comm;
+    } else {
+        if (m->drained_base) return;
+        const pc_tags_t *t = pc_engine_tags(env->engine);
+        unsigned char *seen = calloc((size_t)t->step_mask + 1, 1);
+        int *tags = malloc(sizeof(int) * ((size_t)t->step_mask + 1) * (size_t)(m->nslots + 1));
+        if (!seen || !tags) rc = PCOLL_ERR_NOMEM;
+        else {
+            mark_tag_steps(m->sched, t->step_mask, seen);
+            for (int i = 0; i < m->ngroups; i++) mark_tag_steps(m->groups[i].sched, t->step_mask, seen);
+            for (const given_up_t *g = m->given_up; g; g = g->next) mark_tag_steps(g->sched, t->step_mask, seen);
+            int n = 0;
+            uint64_t from = atomic_load(&m->done);
+            for (uint64_t r = from; r <= from + (uint64_t)m->nslots; r++)
+                for (uint32_t k = 0; k <= t->step_mask; k++)
+                    if (seen[k]) tags[n++] = pc_tag_base(t, env->obj->channel, r) | (int)k;
+            rc = pc_engine_drain(env->engine, NULL, tags, n, m);
+            if (rc == PCOLL_SUCCESS) m->drained_base = 1;
+        }
+        free(seen);
+        free(tags);
+    }
+    if (rc != PCOLL_SUCCESS) /* its senders keep their buffers */
+        pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the rounds given up", env->obj->channel);
 }
 
 int pc_msg_view_run_out(const msg_backend_t *m, const pc_sched_t *s)
@@ -542,6 +617,7 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
     pc_backoff_set(&m->backoff, backoff);
     void *parts = NULL;
     int ran = give_up(m, &parts);
+    drain_left(m);
     if (pc_bit_get(left, env->me)) { /* left out: ask to come back */
         if (!m->left_me) {
             m->left_snap = (pc_regroup_snap_t){atomic_load(&m->done), m->activated_upto, ran, 1, 0, 0};
@@ -785,20 +861,20 @@ static void install(pc_engine_t *e, void *arg)
         return;
     }
     pc_sched_t *s = NULL;
-    int rc = pc_round_sched_build(env, m->forced, m->small_bytes, c->nlive, c->me, 0, &s);
-    pc_sched_t **old = realloc(m->old_scheds, sizeof *old * (size_t)(m->nold + 1));
-    if (rc != PCOLL_SUCCESS || !old) {
+    if (pc_round_sched_build(env, m->forced, m->small_bytes, c->nlive, c->me, 0, &s) != PCOLL_SUCCESS) {
         pc_sched_free(s);
-        if (old) m->old_scheds = old;
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for a view's schedule");
         change_free(c);
         return;
     }
-    m->old_scheds = old;
-    if (m->view_sched) m->old_scheds[m->nold++] = m->view_sched; /* view 0's is m->sched */
+    if (m->view_sched) { /* the last view's (view 0's is m->sched): a run given up owns it until it ends */
+        given_up_t *g = given_up_run(m, m->view_sched);
+        if (g) g->owns_sched = 1;
+        else pc_sched_free(m->view_sched);
+    }
     pc_msg_groups_clear(m); /* groups of the new view's ranks, built as met */
-    /* the view (the old communicator stays: messages of rounds given up may
-     * still come on it) */
+    /* the view (the old communicator stays, drained since the FREEZE:
+     * messages of rounds given up may still come on it) */
     uint64_t D = c->plan.resume;
     for (int x = 0; x < env->P; x++) {
         int was = pc_bit_get(m->left_out, x), is = pc_bit_get(c->left, x);
@@ -818,7 +894,7 @@ static void install(pc_engine_t *e, void *arg)
             m->keeper[x] = -1;
         }
     }
-    m->view_comm = c->comm; /* the old one is never freed (late messages) */
+    m->view_comm = c->comm; /* the old one is never freed (late messages: drain_left) */
     c->comm = MPI_COMM_NULL;
     m->epoch = c->epoch;
     memcpy(m->left_out, c->left, env->bitmap_bytes);
