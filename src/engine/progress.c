@@ -868,9 +868,10 @@ void pc_engine_destroy(pc_engine_t *e)
             left++;
             continue;
         }
-        int rc = MPI_Cancel(&e->reqs[i]);
+        int rc = MPI_Cancel(&e->reqs[i]); /* a stale message being dropped is matched: it completes */
         if (rc == MPI_SUCCESS) rc = MPI_Wait(&e->reqs[i], MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) pc_log(PCOLL_LOG_WARN, "pcoll_finalize: cancelling a receive failed (code %d)", rc);
+        if (e->owners[i].fn == dropped) free(e->owners[i].arg);
     }
     if (e->nreqs) PC_DEBUG("engine: %d receives cancelled, %d sends let go at shutdown", e->nreqs - left, left);
     free(e->reqs);

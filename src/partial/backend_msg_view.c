@@ -892,6 +892,12 @@ static void install(pc_engine_t *e, void *arg)
         } else if (was && !is) {
             if (m->keeper[x] == env->me) owed_clear(&m->owed[x]);
             m->keeper[x] = -1;
+        } else if (was && is && c->received && m->keeper[x] == env->me) {
+            /* still left out, and this keeper did not complete round D - 1,
+             * which the others completed without x: x is owed it too (one
+             * coming back now got it in the helper) */
+            if (owe(m, &m->owed[x], D - 1, c->received_flags, c->received_root, c->received) != PCOLL_SUCCESS)
+                env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to keep a round for a left-out rank");
         }
     }
     m->view_comm = c->comm; /* the old one is never freed (late messages: drain_left) */
