@@ -5,8 +5,12 @@
  * (ACCUMULATE, 1000 float64): every rank contributes a vector of ones (times
  * its rank + 1) at every call, CALLS calls with a short sleep, then a flush.
  * Rank 1 stops itself (SIGSTOP; a child sends SIGCONT after 0.8 s) a third
- * of the way, and, with P >= 4, rank P - 1 two thirds of the way (rank 0
- * stays: MAJORITY's leader).  Checks, at every rank:
+ * of the way, and, with P >= 4, rank P - 1 once a round it got left a rank
+ * out (rank 1, or a busy one: a view is installed), ten calls later at the
+ * earliest (rank 0 stays: MAJORITY's leader).  A rank that stops during a
+ * view change holds it up, by design: stopping at a fixed call, rank P - 1
+ * fell now and then into the change that left rank 1 out or took it back
+ * (on a busy machine), and was never left out itself.   Checks, at every rank:
  *   - every contribution is delivered once: what the calls returned adds
  *     up to sum over ranks (r + 1) * CALLS in every element, and the
  *     delivered contribution counts to P * CALLS;
@@ -54,6 +58,16 @@ static void stop_self(int ms)
     waitpid(child, NULL, 0);
 }
 
+/* Whether this rank stops before call c (not churn: see the top); seen:
+ * rounds it got that left a rank out so far; *stopped: it did already. */
+static int stops_now(int c, uint64_t seen, int *stopped)
+{
+    if (churn || *stopped) return 0;
+    int now = (rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
+    if (now) *stopped = 1;
+    return now;
+}
+
 static void spin_ms(int ms)
 {
     struct timespec t0, t;
@@ -97,10 +111,10 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
         total[i] = 0;
     }
     uint64_t contributions = 0, left_out_rounds = 0, caught_up = 0;
+    int did_stop = 0;
     pcoll_partial_info_t info;
     for (int c = 0; c < CALLS; c++) {
-        if (!churn && ((rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c == 2 * CALLS / 3)))
-            stop_self(800);
+        if (stops_now(c, left_out_rounds, &did_stop)) stop_self(800);
         CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
         for (int i = 0; i < COUNT; i++) total[i] += out[i];
         contributions += info.contributions;
@@ -192,8 +206,9 @@ static void run_group(pcoll_t *ctx)
     pcoll_partial_info_t info;
     int stopped = !churn && (rank == 1 || (size >= 4 && rank == size - 1));
     uint64_t before_back = 0;
+    int did_stop = 0;
     for (int c = 0; c < CALLS; c++) {
-        if (!churn && ((rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c == 2 * CALLS / 3))) {
+        if (stops_now(c, atomic_load(&w.left_out), &did_stop)) {
             stop_self(800);
             before_back = atomic_load(&w.rounds);
         }
