@@ -438,12 +438,7 @@ static void drain_left(msg_backend_t *m)
         pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the rounds given up", env->obj->channel);
 }
 
-int pc_msg_view_run_out(const msg_backend_t *m, const pc_sched_t *s)
-{
-    for (const given_up_t *g = m->given_up; g; g = g->next)
-        if (g->sched == s) return 1;
-    return 0;
-}
+int pc_msg_view_run_out(const msg_backend_t *m, const pc_sched_t *s) { return given_up_run(m, s) != NULL; }
 
 /* Takes the lock once the application is not adding to pending (its copy
  * is short): pending is whole. */
@@ -570,6 +565,13 @@ static void *helper(void *arg)
             c->received = NULL;
         }
     }
+    /* a keeper one round behind got round D - 1 from the donor: the ranks
+     * it keeps for were not in it, so each is owed it (those coming back
+     * now, below, and those that stay left out) */
+    for (int x = 0; c->received && c->status == PCOLL_SUCCESS && x < env->P; x++)
+        if (pc_bit_get(m->left_out, x) && m->keeper[x] == env->me &&
+            owe(m, &m->owed[x], c->plan.resume - 1, c->received_flags, c->received_root, c->received) != PCOLL_SUCCESS)
+            change_fail(c, PCOLL_ERR_NOMEM, "no memory to keep a round for a left-out rank");
     /* ranks coming back: what their keepers kept for them (skipping: none) */
     for (int j = 0; j < c->nlive && !m->skipping; j++) {
         if (!c->snaps[j].left_out) continue;
@@ -586,7 +588,6 @@ static void *helper(void *arg)
         }
         if (c->me == kj) {
             msg_owed_t *o = &m->owed[x];
-            if (c->received) (void)owe(m, o, c->plan.resume - 1, c->received_flags, c->received_root, c->received);
             owed_meta_t meta = {o->from, o->upto ? o->upto : o->from, o->active_last, o->active_min,
                                 o->active_total, o->contributions, o->contributions_last, o->flags,
                                 o->root, o->border != NULL, o->sum != NULL};
@@ -892,12 +893,6 @@ static void install(pc_engine_t *e, void *arg)
         } else if (was && !is) {
             if (m->keeper[x] == env->me) owed_clear(&m->owed[x]);
             m->keeper[x] = -1;
-        } else if (was && is && c->received && m->keeper[x] == env->me) {
-            /* still left out, and this keeper did not complete round D - 1,
-             * which the others completed without x: x is owed it too (one
-             * coming back now got it in the helper) */
-            if (owe(m, &m->owed[x], D - 1, c->received_flags, c->received_root, c->received) != PCOLL_SUCCESS)
-                env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to keep a round for a left-out rank");
         }
     }
     m->view_comm = c->comm; /* the old one is never freed (late messages: drain_left) */
