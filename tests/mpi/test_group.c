@@ -282,12 +282,13 @@ static void accumulate_run(int S, int tau, int calls, uint64_t seed, int tight)
     free(firsts);
 }
 
-/* what a rank's call did, for rank 0 to check group by group */
-typedef struct report {
-    double round;
-    int fresh, size, first;
-    double fresh_sum, new_sum;
-} report_t;
+/* what a rank's call did, for every rank to check group by group: the
+ * ranks exchange it with pcoll_allreduce (each rank fills its own row), a
+ * pcoll call, so a rank blocked in it counts as arrived (parked) for a
+ * synchronous round that a rank one round ahead is waiting in.  (A
+ * collective outside pcoll between the calls could deadlock there, as the
+ * design says: the ranks' calls need not take the same round.) */
+enum { REPORT_ROUND, REPORT_FRESH, REPORT_SIZE, REPORT_FIRST, REPORT_FRESH_SUM, REPORT_NEW_SUM, REPORT_LEN };
 
 /* REPLACE: models averaged with pcoll_partial_average (avg = 0), or by the
  * call itself (PCOLL_AVERAGE, avg = 1: the same rule, no sum to compare) */
@@ -310,10 +311,11 @@ static void replace_run(int S, int tau, int calls, int avg)
     int expect_fresh = tau > 0 || strcmp(pcoll_partial_data_phase(p), "shared-memory") != 0;
     double model[N], local[N], sum[N];
     for (size_t k = 0; k < N; k++) model[k] = rank * 10.0 + (double)k;
-    int kept = 0;  /* groups whose models' sum was checked (at rank 0) */
+    int kept = 0;  /* groups whose models' sum was checked */
     long stale = 0; /* calls whose own model was not in the round */
-    report_t *reports = malloc(sizeof(report_t) * (size_t)P);
-    CHECK(reports);
+    double *reports = malloc(sizeof(double) * REPORT_LEN * (size_t)P);
+    double *mine = calloc((size_t)P * REPORT_LEN, sizeof(double));
+    CHECK(reports && mine);
     /* a few more calls if no all-fresh group came */
     for (int i = 0; i < calls || (expect_fresh && kept == 0 && i < calls + 200); i++) {
         /* a local step: every rank moves its model by its own amount */
@@ -336,32 +338,37 @@ static void replace_run(int S, int tau, int calls, int avg)
         stale += info.rounds > 0 && !info.own_included;
         /* per group: where every member's fresh model was in the round, the
          * members' new models sum to their fresh ones */
-        report_t me = {(double)info.last_round, info.own_included && info.rounds == 1, info.group_size,
-                       info.group[0], 0, 0};
+        double *me = mine + (size_t)rank * REPORT_LEN;
+        me[REPORT_ROUND] = (double)info.last_round;
+        me[REPORT_FRESH] = info.own_included && info.rounds == 1;
+        me[REPORT_SIZE] = info.group_size;
+        me[REPORT_FIRST] = info.group[0];
+        me[REPORT_FRESH_SUM] = me[REPORT_NEW_SUM] = 0;
         for (size_t k = 0; k < N; k++) {
-            me.fresh_sum += local[k];
-            me.new_sum += model[k];
+            me[REPORT_FRESH_SUM] += local[k];
+            me[REPORT_NEW_SUM] += model[k];
         }
-        MPI_Gather(&me, (int)sizeof me, MPI_BYTE, reports, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
-        if (rank == 0)
-            for (int a = 0; a < P; a++) {
-                report_t *x = &reports[a];
-                if (x->first != a) continue; /* each group once: at its smallest member's report */
-                int members = 0, fresh = 1;
-                double f = 0, w = 0;
-                for (int b = 0; b < P; b++)
-                    if (reports[b].first == x->first && reports[b].round == x->round) {
-                        members++;
-                        fresh &= reports[b].fresh;
-                        f += reports[b].fresh_sum;
-                        w += reports[b].new_sum;
-                    }
-                if (!fresh || members != x->size) continue;
-                CHECK_MSG(fabs(w - f) < 1e-9 * fabs(f) + 1e-9, "round %.0f, group of rank %d: the models summed to %g "
-                          "and average to a sum of %g", x->round, a, f, w);
-                kept++;
+        /* one nonzero row per rank: the sum is exact */
+        CHECK_RC(pcoll_allreduce(ctx, mine, reports, (size_t)P * REPORT_LEN, PCOLL_FLOAT64, PCOLL_SUM, NULL, 0));
+        for (int a = 0; a < P; a++) {
+            const double *x = reports + (size_t)a * REPORT_LEN;
+            if ((int)x[REPORT_FIRST] != a) continue; /* each group once: at its smallest member's report */
+            int members = 0, fresh = 1;
+            double f = 0, w = 0;
+            for (int b = 0; b < P; b++) {
+                const double *y = reports + (size_t)b * REPORT_LEN;
+                if (y[REPORT_FIRST] == x[REPORT_FIRST] && y[REPORT_ROUND] == x[REPORT_ROUND]) {
+                    members++;
+                    fresh &= y[REPORT_FRESH] != 0;
+                    f += y[REPORT_FRESH_SUM];
+                    w += y[REPORT_NEW_SUM];
+                }
             }
-        MPI_Bcast(&kept, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            if (!fresh || members != (int)x[REPORT_SIZE]) continue;
+            CHECK_MSG(fabs(w - f) < 1e-9 * fabs(f) + 1e-9, "round %.0f, group of rank %d: the models summed to %g "
+                      "and average to a sum of %g", x[REPORT_ROUND], a, f, w);
+            kept++; /* the same count at every rank: the same reports */
+        }
     }
     /* the end: each rank's current model deposited, then a flush averages
      * them all, not the models last given to pcoll_partial_allreduce */
@@ -386,6 +393,7 @@ static void replace_run(int S, int tau, int calls, int avg)
         if (expect_fresh) CHECK(kept > 0);
     }
     free(reports);
+    free(mine);
     CHECK_RC(pcoll_partial_free(&p));
 }
 
