@@ -103,7 +103,7 @@ typedef struct msg_backend {
     MPI_Comm view_comm;        /* its communicator (MPI_COMM_NULL: the context's) */
     pc_sched_t *view_sched;    /* its rounds' schedule (NULL: sched) */
     MPI_Comm drained_comm;     /* the last view's communicator given to the engine to drain */
-    int drained_base;          /* ... and view 0's round tags (on the engine's communicator) */
+    int drained_base;          /* ... and view 0's round tags (on the engine's communicator), or no more */
     int *keeper;               /* per left-out rank: who keeps what it is owed */
     msg_owed_t *owed;          /* per rank: kept here for it (keeper) */
     atomic_int frozen;         /* a view change is under way: no round starts (read by

@@ -384,6 +384,7 @@ void pc_msg_view_let_go(msg_backend_t *m)
         pc_sched_on_done(g->sched, run_forgotten, NULL); /* a withdrawn receive may still complete */
     }
     pc_engine_drain_forget(env->engine, m);
+    m->drained_base = 1; /* and none from now on: a later object may take the channel's tags */
 }
 
 /* The step tags (step numbers modulo the tag's step field) that a
