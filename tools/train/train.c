@@ -736,6 +736,23 @@ static int models_equal_by_construction(const train_opts_t *o)
     return strcmp(o->algo, "mpi") == 0 || strcmp(o->algo, "sync") == 0;
 }
 
+/* A partial exchange flushed (collective, at a step every rank reaches):
+ * its pending gradients applied (wagma: the models averaged).  A
+ * collective outside pcoll may follow it, and only it: before, a rank's
+ * last call may wait for a round (a majority initiator's, a quorum's, a
+ * synchronous one) that needs the call of a rank already in that
+ * collective. */
+static void flush_exchange(run_t *r, epoch_stats_t *st)
+{
+    if (!r->ex) return;
+    exchange_info_t info;
+    if (exchange_finish(r->ex, r->params, r->update, &info)) {
+        recover(r);
+        if (exchange_finish(r->ex, r->params, r->update, &info)) fatal(r->rank);
+    }
+    if (info.rounds > 0) apply_delivery(r, &info, lr_at(&r->o, r->step, r->total_steps), st);
+}
+
 /* A checkpoint (collective, at a step every rank reaches): a partial
  * exchange is flushed (its pending gradients applied; wagma: the models
  * averaged), then the models and momenta averaged, and rank 0 writes them
@@ -745,14 +762,7 @@ static int models_equal_by_construction(const train_opts_t *o)
 static void checkpoint(run_t *r, epoch_stats_t *st)
 {
     const double t0 = MPI_Wtime();
-    if (r->ex) {
-        exchange_info_t info;
-        if (exchange_finish(r->ex, r->params, r->update, &info)) {
-            recover(r);
-            if (exchange_finish(r->ex, r->params, r->update, &info)) fatal(r->rank);
-        }
-        if (info.rounds > 0) apply_delivery(r, &info, lr_at(&r->o, r->step, r->total_steps), st);
-    }
+    flush_exchange(r, st);
     if (!models_equal_by_construction(&r->o)) average_models(r, 1);
     int ok = 1;
     if (r->rank == 0) {
@@ -974,7 +984,10 @@ static double train_epochs(run_t *r, train_result_t *res)
             if (r->step != epoch_end && checkpoint_due(r, 0)) checkpoint(r, &st);
         }
         const int last = e + 1 == r->epochs;
-        if (r->o.model_sync_epochs > 0 && (e + 1) % r->o.model_sync_epochs == 0 && !last) average_models(r, 0);
+        if (r->o.model_sync_epochs > 0 && (e + 1) % r->o.model_sync_epochs == 0 && !last) {
+            flush_exchange(r, &st); /* before MPI_Allreduce: see there */
+            average_models(r, 0);
+        }
         if (!last && r->step == epoch_end && checkpoint_due(r, 1)) checkpoint(r, &st);
         if (last) finish_exchange(r, res);
         res->rounds_delivered += st.rounds;
