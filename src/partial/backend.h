@@ -72,7 +72,9 @@ enum {
     PC_MSG_PONG = 19,     /* the answer (round: the ping's number)          */
     PC_MSG_SUSPECT = 20,  /* to the coordinator: rank root is silent        */
     PC_MSG_FREEZE = 21,   /* a new view (epoch; bitmap: its left-out ranks) */
-    PC_MSG_JOIN = 22      /* to the coordinator: take me back               */
+    PC_MSG_JOIN = 22,     /* to the coordinator: take me back               */
+    PC_MSG_READY = 23,    /* to the coordinator: frozen for the view (epoch) */
+    PC_MSG_GO = 24        /* from it: every rank of the view is: make it     */
 };
 
 /* A round (or rounds) complete at this rank, as env.completed hears of it. */

@@ -108,6 +108,11 @@ typedef struct msg_backend {
     msg_owed_t *owed;          /* per rank: kept here for it (keeper) */
     atomic_int frozen;         /* a view change is under way: no round starts (read by
                                   the application's nudge) */
+    struct change *awaiting_go; /* frozen for this view change, waiting for GO (its
+                                  helper not begun: a newer FREEZE replaces it) */
+    uint32_t forming;          /* coordinator: the epoch it waits for READYs of (0: none) */
+    uint32_t forming_at;       /* ... since (ms) */
+    unsigned char *ready;      /* ... from these ranks (bitmap) */
     int left_me;               /* this rank is left out: it asks to come back */
     int replaying;             /* held messages are replayed: changes they ask for wait
                                   for the end (one view for all of them) */

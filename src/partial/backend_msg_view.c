@@ -13,14 +13,20 @@
  *     it as for a leader)
  *
  *   the coordinator: FREEZE(epoch + 1, the new view's left-out ranks) to
- *   every other rank, and the same here
+ *   every other rank, and the same here; a rank of the view that has not
+ *   said READY within the limit is silent too (it stopped meanwhile): a
+ *   FREEZE(epoch + 2) leaving it out as well replaces the view, whose
+ *   helpers have not begun (only a rank that stops between GO and the end
+ *   of its helper's MPI calls holds a change up)
  *
  *   FREEZE, at a rank of the new view:       at a rank it leaves out:
  *     give the running round up               give the running round up,
- *     (its parts copied aside), then a         keep its state, JOIN to the
- *     helper thread:                           coordinator; FREEZE taking
- *       MPI_Comm_create_group(its ranks)        it back later: as on the
- *       allgather the snapshots (regroup.h)     left, with its kept state
+ *     (its parts copied aside), READY to       keep its state, JOIN to the
+ *     the coordinator; once every rank of      coordinator; FREEZE taking
+ *     the view is, GO from it, and a           it back later: as on the
+ *     helper thread:                           left, with its kept state
+ *       MPI_Comm_create_group(its ranks)
+ *       allgather the snapshots (regroup.h)
  *       the donor broadcasts round D - 1
  *       keepers send ranks coming back
  *       what they are owed
@@ -197,8 +203,9 @@ int pc_msg_view_init(msg_backend_t *m)
     m->ponged = calloc((size_t)P, sizeof(uint64_t));
     m->ping_wait = calloc((size_t)P, sizeof(uint64_t));
     m->left_at = calloc((size_t)P, sizeof(uint32_t));
+    m->ready = calloc(env->bitmap_bytes, 1);
     if (!m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
-        !m->pinged || !m->ponged || !m->ping_wait || !m->left_at)
+        !m->pinged || !m->ponged || !m->ping_wait || !m->left_at || !m->ready)
         return PCOLL_ERR_NOMEM;
     for (int r = 0; r < P; r++) {
         m->live[r] = r;
@@ -213,6 +220,8 @@ static void owed_clear(msg_owed_t *o)
     free(o->border);
     memset(o, 0, sizeof *o);
 }
+
+static void change_free(change_t *c);
 
 void pc_msg_view_destroy(msg_backend_t *m)
 {
@@ -245,6 +254,8 @@ void pc_msg_view_destroy(msg_backend_t *m)
     free(m->ponged);
     free(m->ping_wait);
     free(m->left_at);
+    free(m->ready);
+    if (m->awaiting_go) change_free(m->awaiting_go);
     if (m->kept) env->pin(env->owner, NULL);
     if (m->kept_in) env->release(env->owner, m->kept_in);
     if (m->view_comm != MPI_COMM_NULL && m->view_comm != m->drained_comm) MPI_Comm_free(&m->view_comm);
@@ -612,16 +623,79 @@ out:
     return NULL;
 }
 
-/* This rank's rounds freeze for the view (epoch, left); keeper made it. */
+static void replay_held(msg_backend_t *m);
+
+/* The view change c's helper thread: the MPI calls among the view's ranks. */
+static void start_helper(msg_backend_t *m, change_t *c)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, helper, c) != 0) {
+        pthread_attr_destroy(&attr);
+        change_free(c);
+        env->failed(env->owner, PCOLL_ERR_INTERNAL, "no thread for a view change");
+        return;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+/* The coordinator: once every rank of the view it forms is frozen for it
+ * (READY), GO to them, and its own helper. */
+static void maybe_go(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    change_t *c = m->awaiting_go;
+    if (!m->forming || !c || c->epoch != m->forming) return;
+    for (int r = 0; r < env->P; r++)
+        if (!pc_bit_get(c->left, r) && !pc_bit_get(m->ready, r)) return;
+    m->forming = 0;
+    for (int r = 0; r < env->P; r++)
+        if (r != env->me && !pc_bit_get(c->left, r)) send_ctl(m, r, PC_MSG_GO, c->epoch, 0, env->me, NULL);
+    m->awaiting_go = NULL;
+    start_helper(m, c);
+}
+
+/* This rank is frozen for the view change c: it waits for GO. */
+static void ready_for(msg_backend_t *m, change_t *c)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    m->awaiting_go = c;
+    if (c->keeper != env->me) {
+        send_ctl(m, c->keeper, PC_MSG_READY, c->epoch, 0, env->me, NULL);
+        return;
+    }
+    set_bit(m->ready, env->me, 1);
+    maybe_go(m);
+}
+
+/* This rank's rounds freeze for the view (epoch, left); keeper made it.  A
+ * view change this rank is frozen for and that has not begun (no GO) is
+ * replaced: the state it froze with stands for the new one. */
 static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, int keeper, uint32_t backoff)
 {
     const pc_backend_env_t *env = &m->base.env;
     pc_backoff_set(&m->backoff, backoff);
+    change_t *c = m->awaiting_go;
+    m->awaiting_go = NULL;
     void *parts = NULL;
-    int ran = give_up(m, &parts);
+    int ran = c ? 0 : give_up(m, &parts); /* frozen: nothing runs */
     drain_left(m);
     if (pc_bit_get(left, env->me)) { /* left out: ask to come back */
-        if (!m->left_me) {
+        if (c) { /* as it froze for the view replaced */
+            if (!m->left_me) {
+                m->left_snap = c->mine;
+                m->left_snap.left_out = 1;
+                m->left_snap.has_last = 0;
+                m->left_me = 1;
+            }
+            m->left_parts = c->parts; /* a rank coming back lent them to c */
+            m->left_keeper = keeper;
+            c->parts = NULL;
+            change_free(c);
+        } else if (!m->left_me) {
             m->left_snap = (pc_regroup_snap_t){atomic_load(&m->done), m->activated_upto, ran, 1, 0, 0};
             m->left_parts = parts;
             m->left_me = 1;
@@ -635,9 +709,20 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
         memset(m->want_out, 0, env->bitmap_bytes); /* a coordinator no more */
         memset(m->want_in, 0, env->bitmap_bytes);
         send_ctl(m, keeper, PC_MSG_JOIN, epoch, 0, env->me, NULL);
+        if (c) {
+            atomic_store(&m->frozen, 0);
+            if (!m->replaying) replay_held(m); /* held while it was frozen (else: the replay goes on) */
+        }
         return;
     }
-    change_t *c = calloc(1, sizeof *c);
+    if (c) { /* still in the view */
+        c->epoch = epoch;
+        c->keeper = keeper;
+        memcpy(c->left, left, env->bitmap_bytes);
+        ready_for(m, c);
+        return;
+    }
+    c = calloc(1, sizeof *c);
     if (!c || !(c->left = malloc(env->bitmap_bytes))) {
         free(c);
         if (parts) env->release(env->owner, parts);
@@ -664,17 +749,43 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
         c->mine = (pc_regroup_snap_t){done, act, ran, 0, m->kept && m->kept_round + 1 == done, 0};
         c->parts = parts;
     }
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, helper, c) != 0) {
-        pthread_attr_destroy(&attr);
-        change_free(c);
-        env->failed(env->owner, PCOLL_ERR_INTERNAL, "no thread for a view change");
-        return;
-    }
-    pthread_attr_destroy(&attr);
+    ready_for(m, c);
+}
+
+/* The coordinator forms a view: FREEZE to every other rank, and here. */
+static void form(msg_backend_t *m, uint32_t epoch, const unsigned char *left)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    m->forming = epoch;
+    m->forming_at = clock_ms();
+    memset(m->ready, 0, env->bitmap_bytes);
+    for (int r = 0; r < env->P; r++)
+        if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, m->backoff.shift, env->me, left);
+    freeze(m, epoch, left, env->me, m->backoff.shift);
+}
+
+/* The coordinator: ranks of the view it forms that have not said READY
+ * within the limit are silent too (stopped since): a view that leaves them
+ * out as well replaces it (no helper has begun; nobody waits in MPI). */
+static void forming_check(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    change_t *c = m->awaiting_go;
+    if (!m->forming || !c || clock_ms() - m->forming_at < limit_ms(m)) return;
+    unsigned char *left = malloc(env->bitmap_bytes);
+    if (!left) return; /* no memory: the next look */
+    memcpy(left, c->left, env->bitmap_bytes);
+    int added = 0;
+    for (int r = 0; r < env->P; r++)
+        if (!pc_bit_get(left, r) && !pc_bit_get(m->ready, r)) {
+            set_bit(left, r, 1);
+            set_bit(m->suspected, r, 1);
+            added++;
+            pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d was not frozen for view %u after %u ms: left out too",
+                   env->obj->channel, r, c->epoch, limit_ms(m));
+        }
+    if (added) form(m, c->epoch + 1, left);
+    free(left);
 }
 
 /* The coordinator: a view that leaves out (or takes back) the ranks asked
@@ -711,12 +822,7 @@ static void start_change(msg_backend_t *m)
         if (pc_backoff_raise(base_limit_ms(m), &m->backoff))
             pc_log(PCOLL_LOG_INFO, "partial ch%u: the limit is now %u ms", env->obj->channel, limit_ms(m));
     }
-    if (changed && count_bits(left, env->P) < env->P) {
-        uint32_t epoch = m->epoch + 1;
-        for (int r = 0; r < env->P; r++)
-            if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, m->backoff.shift, env->me, left);
-        freeze(m, epoch, left, env->me, m->backoff.shift);
-    }
+    if (changed && count_bits(left, env->P) < env->P) form(m, m->epoch + 1, left);
     free(left);
 }
 
@@ -1035,12 +1141,25 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         return 1;
     case PC_MSG_FREEZE:
         if (!m->excluding || !h->counted || bytes < sizeof *h + env->bitmap_bytes) return 1;
-        if (h->epoch <= m->epoch) return 1; /* an old one */
-        if (frozen) {
+        if (h->epoch <= m->epoch || (m->awaiting_go && h->epoch <= m->awaiting_go->epoch)) return 1; /* an old one */
+        if (frozen && !m->awaiting_go) {
             hold(m, src, msg, bytes); /* after the install under way */
             return 1;
         }
         freeze(m, h->epoch, (const unsigned char *)(h + 1), h->root, (uint32_t)h->round);
+        return 1;
+    case PC_MSG_READY:
+        if (m->excluding && m->forming && h->epoch == m->forming && src >= 0 && src < env->P) {
+            set_bit(m->ready, src, 1);
+            maybe_go(m);
+        }
+        return 1;
+    case PC_MSG_GO:
+        if (m->excluding && m->awaiting_go && m->awaiting_go->epoch == h->epoch) {
+            change_t *c = m->awaiting_go;
+            m->awaiting_go = NULL;
+            start_helper(m, c);
+        }
         return 1;
     default: return 0;
     }
@@ -1087,6 +1206,7 @@ static void look_task(pc_engine_t *e, void *arg)
     msg_backend_t *m = arg;
     const pc_backend_env_t *env = &m->base.env;
     atomic_store(&m->look_posted, 0);
+    forming_check(m);
     if (atomic_load(&m->frozen) || m->left_me || m->finishing || !m->running ||
         (m->running_flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE))) {
         m->run_wait = 0;
@@ -1122,6 +1242,9 @@ void pc_msg_view_describe(const msg_backend_t *m, pc_stall_probe_t *p)
         pc_probe_suspect(p, m->left_keeper, "has not taken this rank back into the rounds", PC_WHY_CAUSE);
     } else if (atomic_load(&m->frozen)) {
         pc_probe_what_add(p, "the view after view %u is being made", m->epoch);
+        for (int r = 0; m->forming && m->awaiting_go && r < m->base.env.P; r++)
+            if (!pc_bit_get(m->awaiting_go->left, r) && !pc_bit_get(m->ready, r))
+                pc_probe_suspect(p, r, "has not said it is frozen for the view change", PC_WHY_CAUSE);
     } else {
         pc_probe_what_add(p, "view %u, %d ranks left out", m->epoch, m->n_left_out);
     }

@@ -28,6 +28,12 @@
  * for the rounds it missed); the flush (every rank) holds every rank's last
  * contribution.  With 6 ranks or more the views (5 or 4 ranks) still form
  * groups smaller than themselves.
+ * With the argument "pair" (P >= 4): ranks 1 and 2 stop together, at the
+ * same call, and nobody else: the first view may leave only one of them
+ * out, and the other must not hold its change up (a rank of a view that is
+ * not frozen for it within the limit is left out too).  The same checks,
+ * and in the SOLO and MAJORITY runs every other rank completes calls while
+ * both are stopped (5 at least, in 0.8 s).
  * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
  * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
  * taken for silent, left out and taken back again and again (on an
@@ -44,10 +50,19 @@
 #define COUNT 1000
 #define CALLS 300
 
-static int rank, size, churn;
+static int rank, size, churn, pair;
+static double stopped_from_ms, stopped_to_ms; /* the last stop_self, on CLOCK_MONOTONIC */
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 static void stop_self(int ms)
 {
+    stopped_from_ms = now_ms();
     pid_t parent = getpid(), child = fork();
     if (child == 0) {
         usleep((useconds_t)ms * 1000);
@@ -55,7 +70,16 @@ static void stop_self(int ms)
         _exit(0);
     }
     raise(SIGSTOP);
+    stopped_to_ms = now_ms();
     waitpid(child, NULL, 0);
+}
+
+/* Whether this rank stops in the run (see the top). */
+static int stopping_rank(void)
+{
+    if (churn) return 0;
+    if (pair) return rank == 1 || rank == 2;
+    return rank == 1 || (size >= 4 && rank == size - 1);
 }
 
 /* Whether this rank stops before call c (not churn: see the top); seen:
@@ -63,7 +87,8 @@ static void stop_self(int ms)
 static int stops_now(int c, uint64_t seen, int *stopped)
 {
     if (churn || *stopped) return 0;
-    int now = (rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
+    int now = pair ? stopping_rank() && c == CALLS / 3
+                   : (rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
     if (now) *stopped = 1;
     return now;
 }
@@ -112,10 +137,12 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     }
     uint64_t contributions = 0, left_out_rounds = 0, caught_up = 0;
     int did_stop = 0;
+    static double ended_ms[CALLS]; /* when each call returned */
     pcoll_partial_info_t info;
     for (int c = 0; c < CALLS; c++) {
         if (stops_now(c, left_out_rounds, &did_stop)) stop_self(800);
         CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
+        ended_ms[c] = now_ms();
         for (int i = 0; i < COUNT; i++) total[i] += out[i];
         contributions += info.contributions;
         left_out_rounds += info.left_out_rounds;
@@ -132,7 +159,24 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
                   total[i], want);
     CHECK_MSG(contributions == (uint64_t)size * CALLS, "%s: %llu contributions delivered, not %d",
               pcoll_partial_kind_name(kind), (unsigned long long)contributions, size * CALLS);
-    int stopped = rank == 1 || (size >= 4 && rank == size - 1);
+    int stopped = stopping_rank();
+    if (pair) { /* the calls the others completed while both stopped ranks were */
+        double from[2] = {stopped_from_ms, 0}, to[2] = {stopped_to_ms, 0};
+        MPI_Bcast(&from[0], 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
+        MPI_Bcast(&to[0], 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
+        from[1] = stopped_from_ms, to[1] = stopped_to_ms;
+        MPI_Bcast(&from[1], 1, MPI_DOUBLE, 2, MPI_COMM_WORLD);
+        MPI_Bcast(&to[1], 1, MPI_DOUBLE, 2, MPI_COMM_WORLD);
+        double a = from[0] > from[1] ? from[0] : from[1], b = to[0] < to[1] ? to[0] : to[1];
+        int during = 0;
+        for (int c = 0; c < CALLS; c++) during += ended_ms[c] > a && ended_ms[c] < b;
+        if (!stopped)
+            CHECK_MSG(during >= 5, "%s: %d calls completed in the %.0f ms both stopped ranks were stopped",
+                      pcoll_partial_kind_name(kind), during, b - a);
+        if (rank == 0)
+            printf("test_exclude %s pair: rank 0 completed %d calls in the %.0f ms both ranks were stopped\n",
+                   pcoll_partial_kind_name(kind), during, b - a);
+    }
     if (churn) {
         uint64_t all = 0;
         MPI_Reduce(&left_out_rounds, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -204,7 +248,7 @@ static void run_group(pcoll_t *ctx)
     static double mine[COUNT], out[COUNT];
     memset(mine, 0, sizeof mine);
     pcoll_partial_info_t info;
-    int stopped = !churn && (rank == 1 || (size >= 4 && rank == size - 1));
+    int stopped = stopping_rank();
     uint64_t before_back = 0;
     int did_stop = 0;
     for (int c = 0; c < CALLS; c++) {
@@ -251,8 +295,10 @@ int main(int argc, char **argv)
 {
     tu_mpi_start(&argc, &argv, 300, &rank, &size);
     churn = argc > 1 && strcmp(argv[1], "churn") == 0;
+    pair = argc > 1 && strcmp(argv[1], "pair") == 0;
     setenv("PCOLL_EXCLUDE_MS", churn ? "1" : "100", 1);
     CHECK_MSG(size >= 3, "test_exclude needs 3 ranks or more, not %d", size);
+    CHECK_MSG(!pair || size >= 4, "test_exclude pair needs 4 ranks or more, not %d", size);
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     run(ctx, PCOLL_PARTIAL_SOLO);
