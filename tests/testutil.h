@@ -39,7 +39,7 @@ static inline void tu_fail(const char *file, int line, const char *what)
     do {                                                                                           \
         tu_checks_++;                                                                              \
         if (!(cond)) {                                                                             \
-            char tu_buf_[512];                                                                     \
+            char tu_buf_[1024];                                                                     \
             snprintf(tu_buf_, sizeof tu_buf_, __VA_ARGS__);                                        \
             tu_fail(__FILE__, __LINE__, tu_buf_);                                                  \
         }                                                                                          \

@@ -393,7 +393,7 @@ static int message_call(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t
                         pcoll_op_t op, const int *group, int group_size, const char *fn,
                         pcoll_allreduce_algo_t *algo)
 {
-    pcoll_request_t *req;
+    pcoll_request_t *req = NULL; /* set by new_request on success */
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, fn, &req);
     if (rc != PCOLL_SUCCESS) return rc;
     *algo = req->args.algo;
@@ -471,7 +471,7 @@ int pcoll_iallreduce(pcoll_t *ctx, const void *sendbuf, void *recvbuf, size_t co
 {
     if (!out) return PC_ERR(PCOLL_ERR_NULL, "req (the output request pointer) is NULL");
     *out = NULL;
-    pcoll_request_t *req;
+    pcoll_request_t *req = NULL; /* set by new_request on success */
     int rc = new_request(ctx, sendbuf, recvbuf, count, dtype, op, group, group_size, __func__, &req);
     if (rc != PCOLL_SUCCESS) return rc;
     req->tl_t0 = pc_tl_now(ctx);
