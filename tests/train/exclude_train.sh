@@ -6,6 +6,7 @@
 # too; the stopped rank must catch up when it goes on (wagma by messages:
 # the rounds it missed are skipped, delivered as its own model), every step
 # must run, and every gradient must be delivered once at every rank.
+# Then ranks 1 and 2 stopped at the same step (solo, both data phases).
 # `timeout` turns a hang into a failure.  The solo run's timeline must show the rounds that left
 # rank 1 out at the others and its catch-up at rank 1, pcoll-trace must
 # merge it, and its report must name rank 1 (and only it) as left out and
@@ -18,7 +19,8 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "exclude_train: FAILED: $*"; exit 1; }
 
-# run PHASE ALGO [FLAGS...]: one stopped run, its JSON checked
+# run PHASE ALGO [FLAGS...]: one stopped run, its JSON checked (INJECT:
+# the ranks stopped, default rank 1)
 run() {
     phase=$1 algo=$2
     shift 2
@@ -26,15 +28,15 @@ run() {
     [ "$phase" = messages ] && env="-x PCOLL_PARTIAL_SHM_BYTES=0"
     # shellcheck disable=SC2086
     timeout 300 $mpi -x PCOLL_EXCLUDE_MS=200 $env -np 4 "$train" --algo "$algo" "$@" --epochs 2 --max-steps 200 \
-        --train-limit 20000 --inject stop:1:60:2 --quiet --json "$dir/s.json" >"$dir/out" 2>&1 ||
+        --train-limit 20000 --inject "${INJECT:-stop:1:60:2}" --quiet --json "$dir/s.json" >"$dir/out" 2>&1 ||
         { cat "$dir/out"; fail "the $phase $algo run failed"; }
-    "$py" - "$dir/s.json" "$phase" "$algo" <<'PY' || fail "the $phase $algo run did not go on as it should"
+    "$py" - "$dir/s.json" "$phase" "$algo" "${INJECT:-stop:1:60:2}" <<'PY' || fail "the $phase $algo run did not go on as it should"
 import json, sys
 r = json.load(open(sys.argv[1]))
-phase, algo = sys.argv[2], sys.argv[3]
+phase, algo, inject = sys.argv[2], sys.argv[3], sys.argv[4]
 during, before = r["others_steps_per_s_during_stop"], r["others_steps_per_s_before_stop"]
 left, caught = r.get("left_out_rounds", 0), r.get("caught_up_rounds", 0)
-print(f"exclude_train: {phase} {algo}: others {during:.1f} steps/s during the 2 s stop, {before:.1f} before; "
+print(f"exclude_train: {phase} {algo} ({inject}): others {during:.1f} steps/s during the 2 s stop, {before:.1f} before; "
       f"{left} rounds left it out, {caught} kept for it; next step {r['resume_step_s']:.3f} s after SIGCONT")
 checks = {"200 steps": r["steps"] == 200, "stopped about 2 s": 1.9 < r["stop_s"] < 4}
 if "contributions_made" in r:  # gradients: each delivered once at every rank
@@ -83,3 +85,7 @@ run messages solo
 run messages majority
 run messages quorum:2
 run messages wagma --sync-every 0
+# ranks 1 and 2 stopped at the same step: the view that leaves one out
+# must not wait for the other (by messages), nor a node-shared round
+INJECT=stop:1,2:60:2 run messages solo
+INJECT=stop:1,2:60:2 run shm solo

@@ -113,10 +113,10 @@ static const char *help =
     "                        schedule stays; rank 0 must live (pcoll algorithms only)\n"
     "  --failure-timeout S   with shrink: PCOLL_TIMEOUT_S when none is set (default 5)\n"
     "  --inject F            a failure (tests and experiments): kill:R:STEP, rank R\n"
-    "                        kills itself (SIGKILL) before its step STEP; stop:R:STEP:S,\n"
-    "                        rank R stops (SIGSTOP) there for S seconds (a helper\n"
-    "                        process sends SIGCONT); the summary then gives the other\n"
-    "                        ranks' steps/s while it was stopped\n"
+    "                        kills itself (SIGKILL) before its step STEP;\n"
+    "                        stop:R[,R...]:STEP:S, each rank listed stops (SIGSTOP)\n"
+    "                        there for S seconds (a helper process sends SIGCONT); the\n"
+    "                        summary then gives the other ranks' steps/s meanwhile\n"
     "  --checkpoint DIR      write a checkpoint to DIR/checkpoint (replaced atomically):\n"
     "                        the partial exchanges are flushed, the models and momenta\n"
     "                        averaged (every rank the same), rank 0 writes the model,\n"
@@ -188,6 +188,26 @@ void train_opts_resolve(train_opts_t *o)
 static size_t flag_size(const char *flag, const char *v, long min)
 {
     return (size_t)tool_flag_long(prog, flag, v, min, 1L << 40);
+}
+
+/* --inject stop's RANK[,RANK...] (digits and commas): 1 if each rank
+ * appears once and there are at most as many as inject_ranks holds */
+static int parse_ranks(const char *text, train_opts_t *o)
+{
+    const int cap = (int)(sizeof o->inject_ranks / sizeof o->inject_ranks[0]);
+    o->ninject_ranks = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        long r = strtol(p, &end, 10);
+        if (end == p || r < 0 || r > 1000000 || o->ninject_ranks == cap || (*end && *end != ',') ||
+            (*end == ',' && !end[1]))
+            return 0;
+        for (int i = 0; i < o->ninject_ranks; i++)
+            if (o->inject_ranks[i] == (int)r) return 0;
+        o->inject_ranks[o->ninject_ranks++] = (int)r;
+        p = *end ? end + 1 : end;
+    }
+    return o->ninject_ranks > 0;
 }
 
 int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
@@ -307,19 +327,25 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
             break;
         case F_FAILURE_TIMEOUT: o->failure_timeout = tool_flag_double(prog, "--failure-timeout", v, 0.1, 3600); break;
         case F_INJECT: {
-            int rk, used = 0;
+            int rk = -1, used = 0;
             long st;
             double sec = 0;
+            char ranks[64] = "";
             if (sscanf(v, "kill:%d:%ld%n", &rk, &st, &used) == 2 && v[used] == '\0' && rk >= 0 && st >= 0) {
                 o->inject = INJECT_KILL;
-            } else if ((used = 0, sscanf(v, "stop:%d:%ld:%lf%n", &rk, &st, &sec, &used)) == 3 && v[used] == '\0' &&
-                       rk >= 0 && st >= 0 && sec > 0 && sec <= 3600) {
+                o->ninject_ranks = 1;
+                o->inject_ranks[0] = rk;
+            } else if ((used = 0, sscanf(v, "stop:%63[0-9,]:%ld:%lf%n", ranks, &st, &sec, &used)) == 3 &&
+                       v[used] == '\0' && st >= 0 && sec > 0 && sec <= 3600 && parse_ranks(ranks, o)) {
                 o->inject = INJECT_STOP;
+                rk = o->inject_ranks[0];
             } else {
-                tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP or stop:RANK:STEP:SECONDS (0 < "
-                                 "SECONDS <= 3600)", v);
+                tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP or stop:RANK[,RANK...]:STEP:SECONDS "
+                                 "(0 < SECONDS <= 3600, at most %d ranks, each once)", v,
+                                 (int)(sizeof o->inject_ranks / sizeof o->inject_ranks[0]));
             }
-            o->inject_rank = rk;
+            snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%s", o->inject == INJECT_STOP ? ranks : "");
+            if (o->inject == INJECT_KILL) snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%d", rk);
             o->inject_step = st;
             o->inject_seconds = sec;
             break;

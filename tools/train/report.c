@@ -74,9 +74,10 @@ void report_summary(FILE *out, const train_result_t *r)
         fputc('\n', out);
     }
     if (r->opts.inject == INJECT_STOP)
-        fprintf(out, "stop: rank %d was stopped for %.2f s at its step %ld; the other ranks (the slowest) made %.1f "
-                     "steps/s meanwhile, %.1f in as long before it; its next step ended %.3f s after SIGCONT\n",
-                r->opts.inject_rank, r->stop_s, r->opts.inject_step, r->others_steps_per_s_during,
+        fprintf(out, "stop: %s %s %s stopped for %.2f s at step %ld; the other ranks (the slowest) made %.1f "
+                     "steps/s meanwhile, %.1f in as long before; the next step ended %.3f s after SIGCONT\n",
+                r->opts.ninject_ranks > 1 ? "ranks" : "rank", r->opts.inject_ranks_text,
+                r->opts.ninject_ranks > 1 ? "were" : "was", r->stop_s, r->opts.inject_step, r->others_steps_per_s_during,
                 r->others_steps_per_s_before, r->resume_step_s);
     if (r->left_out_rounds || r->caught_up)
         fprintf(out, "left out: up to %llu rounds at a rank went on without a silent rank (PCOLL_EXCLUDE_MS); %llu "

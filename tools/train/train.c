@@ -552,6 +552,9 @@ static int setup(run_t *r, pcoll_t *ctx, train_result_t *res)
     ok = ok && (!o->gemm || gemm_select_kernel(o->gemm) == 0);
     ok = ok && imbalance_parse(o->imbalance ? o->imbalance : "none", o->seed, &r->imb) == 0;
     ok = ok && imbalance_check(&r->imb, r->nranks) == 0;
+    for (int i = 0; ok && i < o->ninject_ranks; i++)
+        if (o->inject_ranks[i] >= r->nranks)
+            ok = tr_fail("--inject: rank %d is not one of the %d ranks", o->inject_ranks[i], r->nranks) == 0;
     ok = ok && load_data(r) == 0;
     ok = ok && build_model(r) == 0;
     if (agree(r, ok)) return -1;
@@ -822,6 +825,14 @@ static void inject_failure(run_t *r)
     waitpid(helper, NULL, 0);
 }
 
+/* whether --inject names this world rank */
+static int injects_here(const train_opts_t *o, int world_rank)
+{
+    for (int i = 0; i < o->ninject_ranks; i++)
+        if (o->inject_ranks[i] == world_rank) return 1;
+    return 0;
+}
+
 /* --inject stop, after training (collective): the others' steps per second
  * while the rank was stopped and as long before it (the slowest rank's),
  * and how long after SIGCONT the stopped rank's next step ended. */
@@ -854,7 +865,7 @@ static void stop_report(run_t *r, train_result_t *res)
 static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_stats_t *st)
 {
     const train_opts_t *o = &r->o;
-    if (o->inject != INJECT_NONE && o->inject_rank == r->world_rank && (long)r->step == o->inject_step &&
+    if (o->inject != INJECT_NONE && injects_here(o, r->world_rank) && (long)r->step == o->inject_step &&
         !r->injected)
         inject_failure(r);
     r->marks = pcoll_timeline_recording(r->ctx);

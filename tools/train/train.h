@@ -52,7 +52,8 @@ typedef struct train_opts {
     int on_failure_shrink;     /* --on-failure shrink: go on without a dead rank */
     double failure_timeout;    /* its PCOLL_TIMEOUT_S when none is set (seconds) */
     int inject;                /* --inject: INJECT_NONE, _KILL, _STOP */
-    int inject_rank;           /* the world rank that fails */
+    int inject_ranks[16], ninject_ranks; /* the world ranks that fail (kill: one) */
+    char inject_ranks_text[64]; /* ... as listed */
     long inject_step;          /* before its step STEP */
     double inject_seconds;     /* stop: for this long */
     const char *checkpoint_dir; /* --checkpoint DIR: write DIR/checkpoint (NULL = none) */
