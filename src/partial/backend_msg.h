@@ -111,7 +111,6 @@ typedef struct msg_backend {
     struct change *awaiting_go; /* frozen for this view change, waiting for GO (its
                                   helper not begun: a newer FREEZE replaces it) */
     uint32_t forming;          /* coordinator: the epoch it waits for READYs of (0: none) */
-    uint32_t forming_at;       /* ... since (ms) */
     unsigned char *ready;      /* ... from these ranks (bitmap) */
     int left_me;               /* this rank is left out: it asks to come back */
     int replaying;             /* held messages are replayed: changes they ask for wait

@@ -14,10 +14,10 @@
  *
  *   the coordinator: FREEZE(epoch + 1, the new view's left-out ranks) to
  *   every other rank, and the same here; a rank of the view that has not
- *   said READY within the limit is silent too (it stopped meanwhile): a
- *   FREEZE(epoch + 2) leaving it out as well replaces the view, whose
- *   helpers have not begun (only a rank that stops between GO and the end
- *   of its helper's MPI calls holds a change up)
+ *   said READY and leaves a ping unanswered for the limit is silent too (it
+ *   stopped meanwhile): a FREEZE(epoch + 2) leaving it out as well replaces
+ *   the view, whose helpers have not begun (only a rank that stops between
+ *   GO and the end of its helper's MPI calls holds a change up)
  *
  *   FREEZE, at a rank of the new view:       at a rank it leaves out:
  *     give the running round up               give the running round up,
@@ -757,32 +757,35 @@ static void form(msg_backend_t *m, uint32_t epoch, const unsigned char *left)
 {
     const pc_backend_env_t *env = &m->base.env;
     m->forming = epoch;
-    m->forming_at = clock_ms();
     memset(m->ready, 0, env->bitmap_bytes);
     for (int r = 0; r < env->P; r++)
         if (r != env->me) send_ctl(m, r, PC_MSG_FREEZE, epoch, m->backoff.shift, env->me, left);
     freeze(m, epoch, left, env->me, m->backoff.shift);
 }
 
-/* The coordinator: ranks of the view it forms that have not said READY
- * within the limit are silent too (stopped since): a view that leaves them
- * out as well replaces it (no helper has begun; nobody waits in MPI). */
+static int probe(msg_backend_t *m, int j);
+
+/* The coordinator: a rank of the view it forms that has not said READY
+ * and leaves a ping unanswered for the limit (as any silent rank: its
+ * holder answers pings even while it finishes the previous view) stopped
+ * since: a view that leaves it out as well replaces this one (no helper
+ * has begun; nobody waits in MPI). */
 static void forming_check(msg_backend_t *m)
 {
     const pc_backend_env_t *env = &m->base.env;
     change_t *c = m->awaiting_go;
-    if (!m->forming || !c || clock_ms() - m->forming_at < limit_ms(m)) return;
+    if (!m->forming || !c) return;
     unsigned char *left = malloc(env->bitmap_bytes);
     if (!left) return; /* no memory: the next look */
     memcpy(left, c->left, env->bitmap_bytes);
     int added = 0;
     for (int r = 0; r < env->P; r++)
-        if (!pc_bit_get(left, r) && !pc_bit_get(m->ready, r)) {
+        if (r != env->me && !pc_bit_get(c->left, r) && !pc_bit_get(m->ready, r) && probe(m, r)) {
             set_bit(left, r, 1);
             set_bit(m->suspected, r, 1);
             added++;
-            pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d was not frozen for view %u after %u ms: left out too",
-                   env->obj->channel, r, c->epoch, limit_ms(m));
+            pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, not frozen for view %u, has not answered for %u ms: left "
+                   "out too", env->obj->channel, r, c->epoch, limit_ms(m));
         }
     if (added) form(m, c->epoch + 1, left);
     free(left);
