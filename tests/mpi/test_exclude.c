@@ -28,12 +28,13 @@
  * for the rounds it missed); the flush (every rank) holds every rank's last
  * contribution.  With 6 ranks or more the views (5 or 4 ranks) still form
  * groups smaller than themselves.
- * With the argument "pair" (P >= 4): ranks 1 and 2 stop together, at the
- * same call, and nobody else: the first view may leave only one of them
- * out, and the other must not hold its change up (a rank of a view that is
- * not frozen for it within the limit is left out too).  The same checks,
- * and in the SOLO and MAJORITY runs every other rank completes calls while
- * both are stopped (5 at least, in 0.8 s).
+ * With the argument "pair" (P >= 4, one host): ranks 1 and 2 stop together
+ * (at the same call, or as soon as the other is stopped), and nobody else:
+ * the first view may leave only one of them out, and the other must not
+ * hold its change up (a rank of a view that is not frozen for it and
+ * leaves a ping unanswered for the limit is left out too).  The same
+ * checks, and in the SOLO and MAJORITY runs every other rank completes
+ * calls while both are stopped (5 at least, in 0.8 s).
  * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
  * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
  * taken for silent, left out and taken back again and again (on an
@@ -178,13 +179,10 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
               pcoll_partial_kind_name(kind), (unsigned long long)contributions, size * CALLS);
     int stopped = stopping_rank();
     if (pair) { /* the calls the others completed while both stopped ranks were */
-        double from[2] = {stopped_from_ms, 0}, to[2] = {stopped_to_ms, 0};
-        MPI_Bcast(&from[0], 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
-        MPI_Bcast(&to[0], 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
-        from[1] = stopped_from_ms, to[1] = stopped_to_ms;
-        MPI_Bcast(&from[1], 1, MPI_DOUBLE, 2, MPI_COMM_WORLD);
-        MPI_Bcast(&to[1], 1, MPI_DOUBLE, 2, MPI_COMM_WORLD);
-        double a = from[0] > from[1] ? from[0] : from[1], b = to[0] < to[1] ? to[0] : to[1];
+        double r1[2] = {stopped_from_ms, stopped_to_ms}, r2[2] = {stopped_from_ms, stopped_to_ms};
+        MPI_Bcast(r1, 2, MPI_DOUBLE, 1, MPI_COMM_WORLD); /* rank 1's stop */
+        MPI_Bcast(r2, 2, MPI_DOUBLE, 2, MPI_COMM_WORLD); /* rank 2's */
+        double a = r1[0] > r2[0] ? r1[0] : r2[0], b = r1[1] < r2[1] ? r1[1] : r2[1];
         int during = 0;
         for (int c = 0; c < CALLS; c++) during += ended_ms[c] > a && ended_ms[c] < b;
         /* both stopped for 200 ms at least: else (a rank blocked in a call

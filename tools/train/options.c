@@ -335,17 +335,16 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
                 o->inject = INJECT_KILL;
                 o->ninject_ranks = 1;
                 o->inject_ranks[0] = rk;
+                snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%d", rk);
             } else if ((used = 0, sscanf(v, "stop:%63[0-9,]:%ld:%lf%n", ranks, &st, &sec, &used)) == 3 &&
                        v[used] == '\0' && st >= 0 && sec > 0 && sec <= 3600 && parse_ranks(ranks, o)) {
                 o->inject = INJECT_STOP;
-                rk = o->inject_ranks[0];
+                snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%s", ranks);
             } else {
                 tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP or stop:RANK[,RANK...]:STEP:SECONDS "
                                  "(0 < SECONDS <= 3600, at most %d ranks, each once)", v,
                                  (int)(sizeof o->inject_ranks / sizeof o->inject_ranks[0]));
             }
-            snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%s", o->inject == INJECT_STOP ? ranks : "");
-            if (o->inject == INJECT_KILL) snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%d", rk);
             o->inject_step = st;
             o->inject_seconds = sec;
             break;
