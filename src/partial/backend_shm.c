@@ -551,6 +551,14 @@ static int help(shm_backend_t *s)
 /* Round c's result into buf, and what env.completed says of it. */
 static void consume(shm_backend_t *s, uint64_t c, void *buf, pc_round_done_t *d)
 {
+    /* Round c was summed before it was done.  Across nodes `done` is
+     * published by the node leader, after the exchange: when this rank's
+     * application thread summed round c, its release of `summed` comes
+     * before the copy below through another process, which ThreadSanitizer
+     * cannot follow (it reported a race here once, in cluster_tsan_partial_2x2);
+     * acquiring `summed` here makes the order visible to it, and costs one
+     * load a round. */
+    (void)atomic_load(&s->nc->summed);
     const unsigned char *res = s->result[c % 2];
     const record_t *h = (const record_t *)res;
     if (h->round != c)
