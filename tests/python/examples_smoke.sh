@@ -20,7 +20,8 @@ need = ["algo", "ranks", "steps", "wall_s", "steps_per_s", "test_accuracy", "tim
         "exchange_ms", "steps_executed", "curve"]
 missing = [k for k in need if k not in r]
 assert not missing, "missing keys %s" % missing
-assert r["algo"] == sys.argv[2] and r["ranks"] == 2 and r["steps"] == 32 and 0.1 < r["test_accuracy"] <= 1
+assert r["algo"] == sys.argv[2] and r["ranks"] == 2 and r["steps"] == 32 and 0.1 < r["test_accuracy"] <= 1, \
+    "algo %s, ranks %s, steps %s, test accuracy %s" % (r["algo"], r["ranks"], r["steps"], r["test_accuracy"])
 assert len(r["curve"]) >= 2 and r["steps_per_s"] > 0
 print("examples_smoke: train.py --algo %-24s %3d steps, %.1f steps/s, accuracy %.3f" % (
     r["algo"], r["steps"], r["steps_per_s"], r["test_accuracy"]))
