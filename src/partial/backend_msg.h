@@ -112,6 +112,15 @@ typedef struct msg_backend {
                                   helper not begun: a newer FREEZE replaces it) */
     uint32_t forming;          /* coordinator: the epoch it waits for READYs of (0: none) */
     unsigned char *ready;      /* ... from these ranks (bitmap) */
+    int view_maker;            /* the rank that made the view (of two FREEZEs of one
+                                  epoch, the higher maker's wins: the deputy's) */
+    int coord_silent;          /* deputy: the coordinator was reported silent */
+    int deposing;              /* deputy: DEPOSE sent, answers awaited ... */
+    uint32_t deposing_since;   /* ... since (ms) */
+    uint64_t deposing_attempt; /* ... for this attempt (answers to older ones are stale) */
+    unsigned char *agreed;     /* ... from these ranks (bitmap) */
+    int deposed;               /* rank + 1 whose FREEZEs are held (the deputy takes
+                                  over from it; 0: none) */
     int left_me;               /* this rank is left out: it asks to come back */
     int replaying;             /* held messages are replayed: changes they ask for wait
                                   for the end (one view for all of them) */

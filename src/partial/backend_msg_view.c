@@ -9,8 +9,10 @@
  *     the running round has waited a quarter of the limit -> PING the
  *     ranks it waits on; one that leaves a ping unanswered for the limit
  *     (silence.h; backed off under churn: backoff.h) -> SUSPECT to the
- *     coordinator (the lowest rank: never left out itself, rounds wait for
- *     it as for a leader)
+ *     coordinator (the view's lowest rank); the coordinator silent -> to
+ *     its deputy (the next rank), which takes over: DEPOSE to the others,
+ *     and once each agreed (none is frozen for a view), the view without
+ *     the coordinator, made by the deputy (SOLO and rounds in groups)
  *
  *   the coordinator: FREEZE(epoch + 1, the new view's left-out ranks) to
  *   every other rank, and the same here; a rank of the view that has not
@@ -149,14 +151,26 @@ static int count_bits(const unsigned char *b, int P)
     return n;
 }
 
-/* The view's coordinator: its lowest rank (never left out, so the same
- * rank in every view). */
+/* The view's coordinator: its lowest rank; its deputy: the next one (it
+ * takes over when the coordinator is silent: takeover_allowed). */
 static int coordinator(const msg_backend_t *m)
 {
     for (int r = 0; r < m->base.env.P; r++)
         if (!pc_bit_get(m->left_out, r)) return r;
     return -1;
 }
+
+static int deputy(const msg_backend_t *m)
+{
+    for (int r = coordinator(m) + 1; r > 0 && r < m->base.env.P; r++)
+        if (!pc_bit_get(m->left_out, r)) return r;
+    return -1;
+}
+
+/* Whether view (e1, k1), made by rank k1, replaces view (e2, k2): a later
+ * epoch, or the same made by a higher rank (a deputy that took over from
+ * a coordinator that made a view of that epoch meanwhile). */
+static int newer_view(uint32_t e1, int k1, uint32_t e2, int k2) { return e1 > e2 || (e1 == e2 && k1 > k2); }
 
 static void send_ctl(msg_backend_t *m, int peer, uint32_t type, uint32_t epoch, uint64_t round, int root,
                      const unsigned char *bits)
@@ -204,8 +218,9 @@ int pc_msg_view_init(msg_backend_t *m)
     m->ping_wait = calloc((size_t)P, sizeof(uint64_t));
     m->left_at = calloc((size_t)P, sizeof(uint32_t));
     m->ready = calloc(env->bitmap_bytes, 1);
+    m->agreed = calloc(env->bitmap_bytes, 1);
     if (!m->left_out || !m->suspected || !m->want_out || !m->want_in || !m->live || !m->keeper || !m->owed ||
-        !m->pinged || !m->ponged || !m->ping_wait || !m->left_at || !m->ready)
+        !m->pinged || !m->ponged || !m->ping_wait || !m->left_at || !m->ready || !m->agreed)
         return PCOLL_ERR_NOMEM;
     for (int r = 0; r < P; r++) {
         m->live[r] = r;
@@ -255,6 +270,7 @@ void pc_msg_view_destroy(msg_backend_t *m)
     free(m->ping_wait);
     free(m->left_at);
     free(m->ready);
+    free(m->agreed);
     if (m->awaiting_go) change_free(m->awaiting_go);
     if (m->kept) env->pin(env->owner, NULL);
     if (m->kept_in) env->release(env->owner, m->kept_in);
@@ -678,6 +694,7 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
 {
     const pc_backend_env_t *env = &m->base.env;
     pc_backoff_set(&m->backoff, backoff);
+    if (keeper != env->me) m->forming = 0; /* a view of its own not begun: replaced */
     change_t *c = m->awaiting_go;
     m->awaiting_go = NULL;
     void *parts = NULL;
@@ -704,15 +721,16 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
             env->release(env->owner, parts);
         }
         m->epoch = epoch;
+        m->view_maker = keeper;
         memcpy(m->left_out, left, env->bitmap_bytes);
         m->n_left_out = count_bits(left, env->P);
         memset(m->want_out, 0, env->bitmap_bytes); /* a coordinator no more */
         memset(m->want_in, 0, env->bitmap_bytes);
+        m->forming = 0;
+        m->deposed = m->coord_silent = 0;
         send_ctl(m, keeper, PC_MSG_JOIN, epoch, 0, env->me, NULL);
-        if (c) {
-            atomic_store(&m->frozen, 0);
-            if (!m->replaying) replay_held(m); /* held while it was frozen (else: the replay goes on) */
-        }
+        if (c) atomic_store(&m->frozen, 0);
+        if (!m->replaying) replay_held(m); /* held while it was frozen, or for a later view (else: the replay goes on) */
         return;
     }
     if (c) { /* still in the view */
@@ -774,7 +792,7 @@ static void forming_check(msg_backend_t *m)
 {
     const pc_backend_env_t *env = &m->base.env;
     change_t *c = m->awaiting_go;
-    if (!m->forming || !c) return;
+    if (!m->forming || !c || c->epoch != m->forming || c->keeper != env->me) return;
     unsigned char *left = malloc(env->bitmap_bytes);
     if (!left) return; /* no memory: the next look */
     memcpy(left, c->left, env->bitmap_bytes);
@@ -799,7 +817,7 @@ static void start_change(msg_backend_t *m)
     /* One change at a time: what is asked for meanwhile waits for the
      * install (a second FREEZE of the same epoch, with other left-out
      * ranks, split the ranks between two views of one epoch) */
-    if (atomic_load(&m->frozen) || m->left_me || m->replaying) return;
+    if (atomic_load(&m->frozen) || m->left_me || m->replaying || env->me != coordinator(m)) return;
     if (m->finishing || (m->running && (m->running_flags & PC_ROUND_FREE))) {
         /* This rank gave its part of the last round: the others may have
          * completed it and closed the object, and would never take part in
@@ -827,6 +845,95 @@ static void start_change(msg_backend_t *m)
     }
     if (changed && count_bits(left, env->P) < env->P) form(m, m->epoch + 1, left);
     free(left);
+}
+
+/* ---- a silent coordinator: its deputy takes over ----
+ *
+ *   the deputy (the view's second rank), the coordinator silent (a ping of
+ *   its own unanswered for the limit; other ranks report it, SUSPECT):
+ *     DEPOSE(epoch, attempt) to every other rank of the view
+ *   a rank of that view, not frozen for a view change: it holds the
+ *     coordinator's FREEZEs from now on, DEPOSED(yes); else DEPOSED(no)
+ *   every rank said yes: the deputy makes the view that leaves the
+ *     coordinator out (it is that view's coordinator, and keeps what the
+ *     old one is owed); a no, a FREEZE here, or no answer within the
+ *     limit: RELEASE (the held FREEZEs are replayed), and again later
+ *
+ * A rank frozen for a view of the coordinator says no: that view may have
+ * begun (GO), and its ranks wait in MPI for each other.  The deputy itself
+ * begins only while it is not frozen: a view of the coordinator that began
+ * had its READY too (or left it out: then it is no deputy).  Two FREEZEs
+ * of one epoch (the coordinator's, made before it heard of the takeover,
+ * and the deputy's) are ordered by their maker: the deputy's wins.  Only
+ * for objects whose rounds need no leader (SOLO; rounds in groups) and
+ * with nobody else left out (the coordinator keeps what they are owed).
+ */
+static int takeover_allowed(const msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    return (env->policy.kind == PCOLL_PARTIAL_SOLO || m->skipping) && m->n_left_out == 0 &&
+           env->me == deputy(m) && !atomic_load(&m->frozen) && !m->awaiting_go && !m->left_me && !m->replaying &&
+           !m->finishing && !(m->running && (m->running_flags & PC_ROUND_FREE));
+}
+
+/* type to every rank of the view but this one and the coordinator */
+static void send_deputies_view(msg_backend_t *m, uint32_t type, uint64_t round)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    int c = coordinator(m);
+    for (int r = 0; r < env->P; r++)
+        if (r != env->me && r != c && !pc_bit_get(m->left_out, r)) send_ctl(m, r, type, m->epoch, round, c, NULL);
+}
+
+/* The deputy gives its attempt up: the coordinator's views are welcome
+ * again (a later look may try again, a limit after this one began). */
+static void release(msg_backend_t *m)
+{
+    if (!m->deposing) return;
+    m->deposing = 0;
+    send_deputies_view(m, PC_MSG_RELEASE, m->deposing_attempt);
+}
+
+/* The deputy: once every rank of the view said yes, the view without the
+ * coordinator. */
+static void maybe_take_over(msg_backend_t *m)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    int c = coordinator(m);
+    for (int r = 0; r < env->P; r++)
+        if (r != env->me && r != c && !pc_bit_get(m->left_out, r) && !pc_bit_get(m->agreed, r)) return;
+    unsigned char *left = malloc(env->bitmap_bytes);
+    if (!left) return; /* no memory: the attempt runs out, and another follows */
+    m->deposing = 0;
+    m->deposed = c + 1; /* its views wait (its own, made meanwhile, go once this one is installed) */
+    memcpy(left, m->left_out, env->bitmap_bytes);
+    set_bit(left, c, 1);
+    pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, the views' coordinator, has not answered for %u ms: this rank "
+           "takes over", env->obj->channel, c, limit_ms(m));
+    form(m, m->epoch + 1, left);
+    free(left);
+}
+
+/* The deputy's look: the coordinator reported silent. */
+static void deputy_check(msg_backend_t *m)
+{
+    if (!m->coord_silent) return;
+    if (!takeover_allowed(m)) {
+        release(m);
+        return;
+    }
+    uint32_t now = clock_ms();
+    if (m->deposing) {
+        if (now - m->deposing_since > limit_ms(m)) release(m); /* a rank did not answer */
+        return;
+    }
+    if ((m->deposing_attempt && now - m->deposing_since <= limit_ms(m)) || !probe(m, coordinator(m))) return;
+    m->deposing = 1;
+    m->deposing_since = now;
+    m->deposing_attempt++;
+    memset(m->agreed, 0, m->base.env.bitmap_bytes);
+    send_deputies_view(m, PC_MSG_DEPOSE, m->deposing_attempt);
+    maybe_take_over(m); /* no other rank to ask */
 }
 
 static void replay_held(msg_backend_t *m);
@@ -1008,6 +1115,8 @@ static void install(pc_engine_t *e, void *arg)
     m->view_comm = c->comm; /* the old one is never freed (late messages: drain_left) */
     c->comm = MPI_COMM_NULL;
     m->epoch = c->epoch;
+    m->view_maker = c->keeper;
+    m->deposed = m->coord_silent = 0; /* FREEZEs held from a coordinator left out: older, dropped */
     memcpy(m->left_out, c->left, env->bitmap_bytes);
     m->n_left_out = count_bits(c->left, env->P);
     memcpy(m->live, c->live, sizeof(int) * (size_t)c->nlive);
@@ -1127,6 +1236,13 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             hold(m, src, msg, bytes);
             return 1;
         }
+        if (h->root == coordinator(m)) { /* to its deputy */
+            if (env->me == deputy(m) && !m->coord_silent) {
+                m->coord_silent = 1;
+                pc_msg_view_nudge(m);
+            }
+            return 1;
+        }
         set_bit(m->want_out, h->root, 1);
         start_change(m);
         return 1;
@@ -1136,7 +1252,9 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             hold(m, src, msg, bytes);
             return 1;
         }
-        if (pc_bit_get(m->left_out, h->root)) {
+        if (pc_bit_get(m->left_out, h->root) && env->me != coordinator(m)) { /* it was left out by a deputy */
+            send_ctl(m, coordinator(m), PC_MSG_JOIN, m->epoch, 0, h->root, NULL);
+        } else if (pc_bit_get(m->left_out, h->root)) {
             if (!pc_bit_get(m->want_in, h->root)) came_back(m, h->root);
             set_bit(m->want_in, h->root, 1);
             start_change(m);
@@ -1144,11 +1262,25 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         return 1;
     case PC_MSG_FREEZE:
         if (!m->excluding || !h->counted || bytes < sizeof *h + env->bitmap_bytes) return 1;
-        if (h->epoch <= m->epoch || (m->awaiting_go && h->epoch <= m->awaiting_go->epoch)) return 1; /* an old one */
-        if (frozen && !m->awaiting_go) {
-            hold(m, src, msg, bytes); /* after the install under way */
+    {
+        const change_t *aw = m->awaiting_go;
+        if (!newer_view(h->epoch, h->root, m->epoch, m->view_maker) ||
+            (aw && !newer_view(h->epoch, h->root, aw->epoch, aw->keeper)))
+            return 1; /* an old one */
+        /* held until the install under way, or the takeover's; or until
+         * the view awaited is installed: another rank made it, and its GO
+         * may be out (only its maker may replace it) */
+        if ((frozen && !aw) || (m->deposed && h->root == m->deposed - 1) ||
+            (aw && aw->keeper != env->me && aw->keeper != h->root)) {
+            hold(m, src, msg, bytes);
             return 1;
         }
+        if (pc_bit_get(m->left_out, h->root)) { /* its maker made it before it knew it was left out */
+            if (m->left_me) hold(m, src, msg, bytes); /* or it is back, in a view not seen here yet */
+            return 1;
+        }
+    }
+        release(m); /* a deputy: the coordinator is not silent */
         freeze(m, h->epoch, (const unsigned char *)(h + 1), h->root, (uint32_t)h->round);
         return 1;
     case PC_MSG_READY:
@@ -1158,10 +1290,37 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         }
         return 1;
     case PC_MSG_GO:
-        if (m->excluding && m->awaiting_go && m->awaiting_go->epoch == h->epoch) {
+        if (m->excluding && m->awaiting_go && m->awaiting_go->epoch == h->epoch && m->awaiting_go->keeper == src) {
             change_t *c = m->awaiting_go;
             m->awaiting_go = NULL;
             start_helper(m, c);
+        }
+        return 1;
+    case PC_MSG_DEPOSE: { /* a view of its, frozen for none: hold the coordinator's FREEZEs */
+        if (!m->excluding) return 1;
+        int yes = h->epoch == m->epoch && src == deputy(m) && h->root == coordinator(m) && !frozen &&
+                  !m->awaiting_go && !m->left_me;
+        if (yes) m->deposed = h->root + 1;
+        send_ctl(m, src, PC_MSG_DEPOSED, h->epoch, h->round * 2 + (uint64_t)yes, env->me, NULL);
+        return 1;
+    }
+    case PC_MSG_DEPOSED:
+        if (!m->excluding || !m->deposing || h->epoch != m->epoch || h->round / 2 != m->deposing_attempt ||
+            src < 0 || src >= env->P)
+            return 1; /* stale */
+        if (h->round % 2 == 0) {
+            pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d is frozen for a view change: no takeover yet",
+                   env->obj->channel, src);
+            release(m);
+            return 1;
+        }
+        set_bit(m->agreed, src, 1);
+        maybe_take_over(m);
+        return 1;
+    case PC_MSG_RELEASE:
+        if (m->excluding && m->deposed && h->root == m->deposed - 1 && src == deputy(m)) {
+            m->deposed = 0;
+            if (!frozen && !m->replaying) replay_held(m); /* the coordinator's FREEZEs held */
         }
         return 1;
     default: return 0;
@@ -1183,16 +1342,22 @@ static int probe(msg_backend_t *m, int j)
     return pc_silence_reached(m->ping_wait[j], what, limit_ms(m));
 }
 
-/* Rank j is silent: the coordinator hears of it.  The coordinator itself
- * is never left out: only one rank can ever make views (two that both
- * thought they were the coordinator, after a false suspicion, could make
- * different views of one epoch), so rounds wait for it as for a leader. */
+/* Rank j is silent: the coordinator hears of it; of the coordinator, its
+ * deputy (which may take over: deputy_check). */
 static void suspect(msg_backend_t *m, int j)
 {
     const pc_backend_env_t *env = &m->base.env;
     int c = coordinator(m);
-    if (pc_bit_get(m->suspected, j) || pc_bit_get(m->left_out, j) || j == c) return;
+    if (pc_bit_get(m->suspected, j) || pc_bit_get(m->left_out, j)) return;
     set_bit(m->suspected, j, 1);
+    if (j == c) { /* its deputy takes over (deputy_check), if it may */
+        int d = deputy(m);
+        pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, the views' coordinator, has not answered for %u ms",
+               env->obj->channel, j, limit_ms(m));
+        if (d == env->me) m->coord_silent = 1;
+        else if (d >= 0) send_ctl(m, d, PC_MSG_SUSPECT, m->epoch, 0, j, NULL);
+        return;
+    }
     pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d has not answered for %u ms: rounds go on without it",
            env->obj->channel, j, limit_ms(m));
     if (c == env->me) {
@@ -1210,6 +1375,7 @@ static void look_task(pc_engine_t *e, void *arg)
     const pc_backend_env_t *env = &m->base.env;
     atomic_store(&m->look_posted, 0);
     forming_check(m);
+    deputy_check(m);
     if (atomic_load(&m->frozen) || m->left_me || m->finishing || !m->running ||
         (m->running_flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE))) {
         m->run_wait = 0;
@@ -1238,7 +1404,7 @@ void pc_msg_view_nudge(msg_backend_t *m)
 
 void pc_msg_view_describe(const msg_backend_t *m, pc_stall_probe_t *p)
 {
-    if (!m->excluding || (m->epoch == 0 && !atomic_load(&m->frozen))) return;
+    if (!m->excluding || (m->epoch == 0 && !atomic_load(&m->frozen) && !m->deposing)) return;
     if (m->left_me) {
         pc_probe_what_add(p, "this rank is left out of view %u and asked rank %d to take it back", m->epoch,
                           m->left_keeper);
@@ -1250,6 +1416,11 @@ void pc_msg_view_describe(const msg_backend_t *m, pc_stall_probe_t *p)
                 pc_probe_suspect(p, r, "has not said it is frozen for the view change", PC_WHY_CAUSE);
     } else {
         pc_probe_what_add(p, "view %u, %d ranks left out", m->epoch, m->n_left_out);
+        int c = coordinator(m);
+        if (m->deposing) pc_probe_what_add(p, "this rank takes over from rank %d, the silent coordinator", c);
+        for (int r = 0; m->deposing && r < m->base.env.P; r++)
+            if (r != m->base.env.me && r != c && !pc_bit_get(m->left_out, r) && !pc_bit_get(m->agreed, r))
+                pc_probe_suspect(p, r, "has not agreed to the takeover", PC_WHY_CAUSE);
     }
 }
 

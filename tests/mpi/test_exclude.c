@@ -35,11 +35,24 @@
  * leaves a ping unanswered for the limit is left out too).  The same
  * checks, and in the SOLO and MAJORITY runs every other rank completes
  * calls while both are stopped (5 at least, in 0.8 s).
+ * With the argument "coordinator": rank 0 (the views' coordinator) stops
+ * at call CALLS / 3 instead of rank 1; its deputy (rank 1) takes over and
+ * makes the view that leaves it out.  With P >= 4 rank P - 1 stops as
+ * above: it is left out by the deputy, and comes back in a view of rank 0
+ * (its JOIN goes on to rank 0) or of the deputy, which keeps what it is
+ * owed either way.  SOLO and GROUP only (MAJORITY's leader is rank 0).  The
+ * same checks, and every other rank completes calls while rank 0 is
+ * stopped (5 at least, in 0.8 s).
  * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
  * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
  * taken for silent, left out and taken back again and again (on an
  * oversubscribed machine); the run must end, with the same conservation
  * checks (the limit backs off by itself).
+ * With the argument "churn-coordinator": the same, SOLO and GROUP only,
+ * and rank 0 also stops for 100 ms every 30 calls: its deputy takes over
+ * now and then, also while rank 0 makes a view of its own (the two views
+ * of one epoch, the deputy's wins) or while ranks are frozen for one (the
+ * takeover waits).
  * Run plain and under ASan and TSan.
  */
 #include <stdatomic.h>
@@ -51,7 +64,7 @@
 #define COUNT 1000
 #define CALLS 300
 
-static int rank, size, churn, pair;
+static int rank, size, churn, pair, coord;
 static pid_t pair_pids[3]; /* pair: the pids of ranks 0..2 (one host) */
 static double stopped_from_ms, stopped_to_ms; /* the last stop_self, on CLOCK_MONOTONIC */
 
@@ -95,6 +108,7 @@ static int stopping_rank(void)
 {
     if (churn) return 0;
     if (pair) return rank == 1 || rank == 2;
+    if (coord) return rank == 0 || (size >= 4 && rank == size - 1);
     return rank == 1 || (size >= 4 && rank == size - 1);
 }
 
@@ -102,11 +116,13 @@ static int stopping_rank(void)
  * rounds it got that left a rank out so far; *stopped: it did already. */
 static int stops_now(int c, uint64_t seen, int *stopped)
 {
-    if (churn || *stopped) return 0;
+    if (churn) return coord && rank == 0 && c % 30 == 15; /* short stops, again and again */
+    if (*stopped) return 0;
     /* pair: at call CALLS / 3, or as soon as the other one is stopped (a
      * rank whose calls lag would stop too late to be found with it) */
-    int now = pair ? stopping_rank() && (c == CALLS / 3 || (c >= CALLS / 3 - 20 && process_stopped(pair_pids[3 - rank])))
-                   : (rank == 1 && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
+    int now = coord && rank == 0 ? c == CALLS / 3
+            : pair ? stopping_rank() && (c == CALLS / 3 || (c >= CALLS / 3 - 20 && process_stopped(pair_pids[3 - rank])))
+                   : (rank == 1 && !coord && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
     if (now) *stopped = 1;
     return now;
 }
@@ -141,6 +157,29 @@ static void check_given_up_finished(pcoll_t *ctx, const char *what)
                what, (unsigned long long)all);
 }
 
+/* pair, coordinator: the calls this rank completed while the stopped
+ * ranks were (both of them: pair); 5 at least if that lasted 200 ms (else,
+ * pair: a rank blocked in a call until the view that left the other out,
+ * the stops came one after the other, which the other runs test). */
+static void check_during_stop(const double *ended_ms, const char *what)
+{
+    if ((!pair && !coord) || churn) return;
+    double r1[2] = {stopped_from_ms, stopped_to_ms}, r2[2] = {stopped_from_ms, stopped_to_ms};
+    MPI_Bcast(r1, 2, MPI_DOUBLE, coord ? 0 : 1, MPI_COMM_WORLD); /* rank 1's stop (coordinator: rank 0's) */
+    MPI_Bcast(r2, 2, MPI_DOUBLE, coord ? 0 : 2, MPI_COMM_WORLD); /* rank 2's */
+    double a = r1[0] > r2[0] ? r1[0] : r2[0], b = r1[1] < r2[1] ? r1[1] : r2[1];
+    int during = 0;
+    for (int c = 0; c < CALLS; c++) during += ended_ms[c] > a && ended_ms[c] < b;
+    if (!stopping_rank() && b - a >= 200)
+        CHECK_MSG(during >= 5, "%s: %d calls completed in the %.0f ms the stopped ranks were stopped", what, during,
+                  b - a);
+    int report = coord ? 1 : 0;
+    if (rank == report)
+        printf("test_exclude %s %s: rank %d completed %d calls in the %.0f ms %s stopped%s\n", what,
+               coord ? "coordinator" : "pair", rank, during, b - a, coord ? "rank 0 was" : "both ranks were",
+               b - a >= 200 ? "" : " (too short to check)");
+}
+
 static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
 {
     pcoll_partial_config_t cfg;
@@ -158,7 +197,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     static double ended_ms[CALLS]; /* when each call returned */
     pcoll_partial_info_t info;
     for (int c = 0; c < CALLS; c++) {
-        if (stops_now(c, left_out_rounds, &did_stop)) stop_self(800);
+        if (stops_now(c, left_out_rounds, &did_stop)) stop_self(churn ? 100 : 800);
         CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
         ended_ms[c] = now_ms();
         for (int i = 0; i < COUNT; i++) total[i] += out[i];
@@ -178,23 +217,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     CHECK_MSG(contributions == (uint64_t)size * CALLS, "%s: %llu contributions delivered, not %d",
               pcoll_partial_kind_name(kind), (unsigned long long)contributions, size * CALLS);
     int stopped = stopping_rank();
-    if (pair) { /* the calls the others completed while both stopped ranks were */
-        double r1[2] = {stopped_from_ms, stopped_to_ms}, r2[2] = {stopped_from_ms, stopped_to_ms};
-        MPI_Bcast(r1, 2, MPI_DOUBLE, 1, MPI_COMM_WORLD); /* rank 1's stop */
-        MPI_Bcast(r2, 2, MPI_DOUBLE, 2, MPI_COMM_WORLD); /* rank 2's */
-        double a = r1[0] > r2[0] ? r1[0] : r2[0], b = r1[1] < r2[1] ? r1[1] : r2[1];
-        int during = 0;
-        for (int c = 0; c < CALLS; c++) during += ended_ms[c] > a && ended_ms[c] < b;
-        /* both stopped for 200 ms at least: else (a rank blocked in a call
-         * until the view that left the other out) the stops came one after
-         * the other, which the other runs test */
-        if (!stopped && b - a >= 200)
-            CHECK_MSG(during >= 5, "%s: %d calls completed in the %.0f ms both stopped ranks were stopped",
-                      pcoll_partial_kind_name(kind), during, b - a);
-        if (rank == 0)
-            printf("test_exclude %s pair: rank 0 completed %d calls in the %.0f ms both ranks were stopped%s\n",
-                   pcoll_partial_kind_name(kind), during, b - a, b - a >= 200 ? "" : " (too short to check)");
-    }
+    check_during_stop(ended_ms, pcoll_partial_kind_name(kind));
     if (churn) {
         uint64_t all = 0;
         MPI_Reduce(&left_out_rounds, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -211,10 +234,10 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &mn, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     CHECK(mx == mn);
-    if (rank == 0 && !churn)
-        printf("test_exclude %s: %llu rounds went on without a stopped rank at rank 0; every contribution "
+    if (rank == (coord ? 1 : 0) && !churn)
+        printf("test_exclude %s: %llu rounds went on without a stopped rank at rank %d; every contribution "
                "delivered once\n",
-               pcoll_partial_kind_name(kind), (unsigned long long)left_out_rounds);
+               pcoll_partial_kind_name(kind), (unsigned long long)left_out_rounds, rank);
     check_given_up_finished(ctx, pcoll_partial_kind_name(kind));
     CHECK_RC(pcoll_partial_free(&p));
 }
@@ -269,13 +292,15 @@ static void run_group(pcoll_t *ctx)
     int stopped = stopping_rank();
     uint64_t before_back = 0;
     int did_stop = 0;
+    static double ended_ms[CALLS];
     for (int c = 0; c < CALLS; c++) {
         if (stops_now(c, atomic_load(&w.left_out), &did_stop)) {
-            stop_self(800);
+            stop_self(churn ? 100 : 800);
             before_back = atomic_load(&w.rounds);
         }
         mine[rank] = c + 1;
         CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
+        ended_ms[c] = now_ms();
         /* the call's result holds its reported group's elements only */
         int in[4096] = {0};
         for (int i = 0; i < info.group_size && info.group[i] < 4096; i++) in[info.group[i]] = 1;
@@ -289,6 +314,7 @@ static void run_group(pcoll_t *ctx)
         else usleep(1000);
     }
     uint64_t after_back = atomic_load(&w.rounds) - before_back;
+    check_during_stop(ended_ms, "group");
     CHECK_RC(pcoll_partial_flush(p, out, &info));
     for (int j = 0; j < size; j++)
         CHECK_MSG(out[j] == CALLS, "group: the flush holds %.1f of rank %d, not its last contribution %d", out[j], j,
@@ -312,8 +338,9 @@ static void run_group(pcoll_t *ctx)
 int main(int argc, char **argv)
 {
     tu_mpi_start(&argc, &argv, 300, &rank, &size);
-    churn = argc > 1 && strcmp(argv[1], "churn") == 0;
+    churn = argc > 1 && (strcmp(argv[1], "churn") == 0 || strcmp(argv[1], "churn-coordinator") == 0);
     pair = argc > 1 && strcmp(argv[1], "pair") == 0;
+    coord = argc > 1 && (strcmp(argv[1], "coordinator") == 0 || strcmp(argv[1], "churn-coordinator") == 0);
     setenv("PCOLL_EXCLUDE_MS", churn ? "1" : "100", 1);
     CHECK_MSG(size >= 3, "test_exclude needs 3 ranks or more, not %d", size);
     CHECK_MSG(!pair || size >= 4, "test_exclude pair needs 4 ranks or more, not %d", size);
@@ -326,7 +353,7 @@ int main(int argc, char **argv)
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     run(ctx, PCOLL_PARTIAL_SOLO);
-    run(ctx, PCOLL_PARTIAL_MAJORITY);
+    if (!coord) run(ctx, PCOLL_PARTIAL_MAJORITY); /* its leader is rank 0 */
     run_group(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_exclude: %ld checks passed at rank 0\n", (long)tu_checks_);
