@@ -11,7 +11,8 @@
 #   pcoll_shrink's and the rebuild's time) and the time the failure cost;
 #   the runs' JSON lines (with "failure": "none" or "kill") go to
 #   OUT/runs.jsonl.
-# stop: rank VICTIM stopped with SIGSTOP for STOP_S seconds half-way through
+# stop: rank STOP_VICTIM (VICTIM unless set; rank 0 may be stopped: it is
+#   the views' coordinator and the leader) stopped with SIGSTOP for STOP_S seconds half-way through
 #   the first epoch, per rank count, partial kind (STOP_ALGOS; wagma-tau0 is
 #   wagma with --sync-every 0, no synchronous rounds) and data phase
 #   (node-shared memory, messages): the other ranks' steps/s while it was
@@ -34,7 +35,7 @@
 #   test accuracy; OUT/churn.jsonl.
 #
 # Environment: BUILD, MPIRUN (as demo.sh), NPS ("4 8"), ALGOS ("solo sync"),
-# REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), TIMEOUT_S (2: the
+# REPEATS (3), EPOCHS (3), TARGET (0.82), VICTIM (1), STOP_VICTIM (VICTIM), TIMEOUT_S (2: the
 # PCOLL_TIMEOUT_S that finds the dead rank), STOP_S (5), STOP_ALGOS ("solo
 # majority quorum:2 wagma wagma-tau0"), STOP_PHASES ("shm messages"),
 # RESTART_VICTIM (0), CHURN_NPS ("8 16 32"), CHURN_MS ("0 3 5 10"), CHURN_ALGOS
@@ -50,6 +51,7 @@ reps=${REPEATS:-3}
 epochs=${EPOCHS:-3}
 target=${TARGET:-0.82}
 victim=${VICTIM:-1}
+stop_victim=${STOP_VICTIM:-$victim}
 tmo=${TIMEOUT_S:-2}
 out=${OUT:-$root/results/failure}
 [ "$victim" -ge 1 ] || { echo "failure-experiment.sh: VICTIM must not be rank 0 (it keeps the records)" >&2; exit 2; }
@@ -105,7 +107,7 @@ for np in $nps; do
                 shm=""
                 [ $phase = messages ] && shm="-x PCOLL_PARTIAL_SHM_BYTES=0"
                 # shellcheck disable=SC2086
-                run stop $shm -np "$np" "$train" $flags --epochs 1 --inject "stop:$victim:$at:$stop_s"
+                run stop $shm -np "$np" "$train" $flags --epochs 1 --inject "stop:$stop_victim:$at:$stop_s"
                 sed "s/^{/{\"run\": \"$algo\", \"phase\": \"$phase\", \"np\": $np, /" "$out/stop.json" >>"$stops"
                 rm -f "$out/stop.json"
             done

@@ -75,11 +75,12 @@ enum {
     PC_MSG_JOIN = 22,     /* to the coordinator: take me back               */
     PC_MSG_READY = 23,    /* to the coordinator: frozen for the view (epoch) */
     PC_MSG_GO = 24,       /* from it: every rank of the view is: make it     */
-    PC_MSG_DEPOSE = 25,   /* from the deputy: coordinator root is silent;
-                             make no view of its (epoch: the sender's)   */
-    PC_MSG_DEPOSED = 26,  /* to the deputy: round 1 agreed, 0 refused      */
-    PC_MSG_RELEASE = 27   /* from the deputy: given up, the coordinator's
-                             views are welcome again                     */
+    PC_MSG_DEPOSE = 25,   /* from the deputy: coordinator root is silent,
+                             hold its FREEZEs (round: the attempt)       */
+    PC_MSG_DEPOSED = 26,  /* the answer: round = attempt * 2 + 1 (agreed)
+                             or + 0 (refused: frozen for a view)         */
+    PC_MSG_RELEASE = 27   /* from the deputy: it gave the attempt up, the
+                             coordinator's FREEZEs are welcome again     */
 };
 
 /* A round (or rounds) complete at this rank, as env.completed hears of it. */

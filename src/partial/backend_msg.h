@@ -114,7 +114,8 @@ typedef struct msg_backend {
     unsigned char *ready;      /* ... from these ranks (bitmap) */
     int view_maker;            /* the rank that made the view (of two FREEZEs of one
                                   epoch, the higher maker's wins: the deputy's) */
-    int coord_silent;          /* deputy: the coordinator was reported silent */
+    int coord_silent;          /* deputy: the coordinator was found silent (by a rank's
+                                  ping; the deputy pings it too before each attempt) */
     int deposing;              /* deputy: DEPOSE sent, answers awaited ... */
     uint32_t deposing_since;   /* ... since (ms) */
     uint64_t deposing_attempt; /* ... for this attempt (answers to older ones are stale) */

@@ -172,6 +172,26 @@ static int deputy(const msg_backend_t *m)
  * a coordinator that made a view of that epoch meanwhile). */
 static int newer_view(uint32_t e1, int k1, uint32_t e2, int k2) { return e1 > e2 || (e1 == e2 && k1 > k2); }
 
+/* Whether a view may leave these ranks out: two ranks stay at least, but
+ * of two (a coordinator alone could go on beside its deputy's view, each
+ * dropping the other's FREEZEs: takeover_allowed needs three ranks). */
+static int view_allowed(const msg_backend_t *m, const unsigned char *left)
+{
+    int P = m->base.env.P, n = 0;
+    for (int r = 0; r < P; r++) n += !pc_bit_get(left, r);
+    return n >= (P >= 3 ? 2 : 1);
+}
+
+/* Whether rank r keeps what a left-out rank is owed: it is not left out
+ * (rounds wait for it), or what it keeps would be lost (a deputy that took
+ * over keeps, and may be neither the coordinator nor safe from a stop). */
+static int keeps(const msg_backend_t *m, int r)
+{
+    for (int x = 0; x < m->base.env.P; x++)
+        if (pc_bit_get(m->left_out, x) && m->keeper[x] == r) return 1;
+    return 0;
+}
+
 static void send_ctl(msg_backend_t *m, int peer, uint32_t type, uint32_t epoch, uint64_t round, int root,
                      const unsigned char *bits)
 {
@@ -702,14 +722,14 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
     drain_left(m);
     if (pc_bit_get(left, env->me)) { /* left out: ask to come back */
         if (c) { /* as it froze for the view replaced */
-            if (!m->left_me) {
+            if (!m->left_me) { /* (else: its keeper stays, as at the others) */
                 m->left_snap = c->mine;
                 m->left_snap.left_out = 1;
                 m->left_snap.has_last = 0;
                 m->left_me = 1;
+                m->left_keeper = keeper;
             }
             m->left_parts = c->parts; /* a rank coming back lent them to c */
-            m->left_keeper = keeper;
             c->parts = NULL;
             change_free(c);
         } else if (!m->left_me) {
@@ -726,7 +746,6 @@ static void freeze(msg_backend_t *m, uint32_t epoch, const unsigned char *left, 
         m->n_left_out = count_bits(left, env->P);
         memset(m->want_out, 0, env->bitmap_bytes); /* a coordinator no more */
         memset(m->want_in, 0, env->bitmap_bytes);
-        m->forming = 0;
         m->deposed = m->coord_silent = 0;
         send_ctl(m, keeper, PC_MSG_JOIN, epoch, 0, env->me, NULL);
         if (c) atomic_store(&m->frozen, 0);
@@ -798,14 +817,14 @@ static void forming_check(msg_backend_t *m)
     memcpy(left, c->left, env->bitmap_bytes);
     int added = 0;
     for (int r = 0; r < env->P; r++)
-        if (r != env->me && !pc_bit_get(c->left, r) && !pc_bit_get(m->ready, r) && probe(m, r)) {
+        if (r != env->me && !pc_bit_get(c->left, r) && !pc_bit_get(m->ready, r) && !keeps(m, r) && probe(m, r)) {
             set_bit(left, r, 1);
             set_bit(m->suspected, r, 1);
             added++;
             pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, not frozen for view %u, has not answered for %u ms: left "
                    "out too", env->obj->channel, r, c->epoch, limit_ms(m));
         }
-    if (added) form(m, c->epoch + 1, left);
+    if (added && view_allowed(m, left)) form(m, c->epoch + 1, left);
     free(left);
 }
 
@@ -832,7 +851,8 @@ static void start_change(msg_backend_t *m)
     int changed = 0;
     for (int r = 0; r < env->P; r++) {
         int out = pc_bit_get(m->left_out, r);
-        int want = (out && !pc_bit_get(m->want_in, r)) || (!out && pc_bit_get(m->want_out, r) && r != env->me);
+        int want = (out && !pc_bit_get(m->want_in, r)) ||
+                   (!out && pc_bit_get(m->want_out, r) && r != env->me && !keeps(m, r));
         set_bit(left, r, want);
         changed |= want != out;
     }
@@ -843,7 +863,7 @@ static void start_change(msg_backend_t *m)
         if (pc_backoff_raise(base_limit_ms(m), &m->backoff))
             pc_log(PCOLL_LOG_INFO, "partial ch%u: the limit is now %u ms", env->obj->channel, limit_ms(m));
     }
-    if (changed && count_bits(left, env->P) < env->P) form(m, m->epoch + 1, left);
+    if (changed && view_allowed(m, left)) form(m, m->epoch + 1, left);
     free(left);
 }
 
@@ -865,13 +885,19 @@ static void start_change(msg_backend_t *m)
  * had its READY too (or left it out: then it is no deputy).  Two FREEZEs
  * of one epoch (the coordinator's, made before it heard of the takeover,
  * and the deputy's) are ordered by their maker: the deputy's wins.  Only
- * for objects whose rounds need no leader (SOLO; rounds in groups) and
- * with nobody else left out (the coordinator keeps what they are owed).
+ * for objects whose rounds need no leader (SOLO; rounds in groups), in a
+ * view of three ranks or more (a view keeps two: view_allowed), with
+ * nobody else left out (the coordinator keeps what they are owed).  The
+ * deputy keeps what the coordinator is owed, so from then on it is never
+ * left out itself while it keeps (keeps): rounds wait for it.  Ranks that
+ * said yes wait for the deputy's view (or RELEASE): a deputy that stops
+ * meanwhile holds the changes up, as a coordinator that stops with ranks
+ * frozen for its view does (they say no until it goes on).
  */
 static int takeover_allowed(const msg_backend_t *m)
 {
     const pc_backend_env_t *env = &m->base.env;
-    return (env->policy.kind == PCOLL_PARTIAL_SOLO || m->skipping) && m->n_left_out == 0 &&
+    return (env->policy.kind == PCOLL_PARTIAL_SOLO || m->skipping) && m->n_left_out == 0 && env->P >= 3 &&
            env->me == deputy(m) && !atomic_load(&m->frozen) && !m->awaiting_go && !m->left_me && !m->replaying &&
            !m->finishing && !(m->running && (m->running_flags & PC_ROUND_FREE));
 }
@@ -1264,8 +1290,11 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         if (!m->excluding || !h->counted || bytes < sizeof *h + env->bitmap_bytes) return 1;
     {
         const change_t *aw = m->awaiting_go;
+        /* a view of its own not begun (no GO out) gives way to one that
+         * leaves it out (a deputy's; its own may have a later epoch) */
+        int yields = aw && aw->keeper == env->me && pc_bit_get((const unsigned char *)(h + 1), env->me);
         if (!newer_view(h->epoch, h->root, m->epoch, m->view_maker) ||
-            (aw && !newer_view(h->epoch, h->root, aw->epoch, aw->keeper)))
+            (aw && !yields && !newer_view(h->epoch, h->root, aw->epoch, aw->keeper)))
             return 1; /* an old one */
         /* held until the install under way, or the takeover's; or until
          * the view awaited is installed: another rank made it, and its GO
@@ -1317,7 +1346,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         set_bit(m->agreed, src, 1);
         maybe_take_over(m);
         return 1;
-    case PC_MSG_RELEASE:
+    case PC_MSG_RELEASE: /* after its DEPOSE (one sender's messages keep their order) */
         if (m->excluding && m->deposed && h->root == m->deposed - 1 && src == deputy(m)) {
             m->deposed = 0;
             if (!frozen && !m->replaying) replay_held(m); /* the coordinator's FREEZEs held */
