@@ -70,6 +70,7 @@
 #include "../util/log.h"
 #include "backend_msg.h"
 #include "silence.h"
+#include "view_rules.h"
 
 /* the control tag kind of MPI_Comm_create_group (plus the epoch) */
 enum { VIEW_TAG_KIND = 1 };
@@ -151,36 +152,9 @@ static int count_bits(const unsigned char *b, int P)
     return n;
 }
 
-/* The view's coordinator: its lowest rank; its deputy: the next one (it
- * takes over when the coordinator is silent: takeover_allowed). */
-static int coordinator(const msg_backend_t *m)
-{
-    for (int r = 0; r < m->base.env.P; r++)
-        if (!pc_bit_get(m->left_out, r)) return r;
-    return -1;
-}
-
-static int deputy(const msg_backend_t *m)
-{
-    for (int r = coordinator(m) + 1; r > 0 && r < m->base.env.P; r++)
-        if (!pc_bit_get(m->left_out, r)) return r;
-    return -1;
-}
-
-/* Whether view (e1, k1), made by rank k1, replaces view (e2, k2): a later
- * epoch, or the same made by a higher rank (a deputy that took over from
- * a coordinator that made a view of that epoch meanwhile). */
-static int newer_view(uint32_t e1, int k1, uint32_t e2, int k2) { return e1 > e2 || (e1 == e2 && k1 > k2); }
-
-/* Whether a view may leave these ranks out: two ranks stay at least, but
- * of two (a coordinator alone could go on beside its deputy's view, each
- * dropping the other's FREEZEs: takeover_allowed needs three ranks). */
-static int view_allowed(const msg_backend_t *m, const unsigned char *left)
-{
-    int P = m->base.env.P, n = 0;
-    for (int r = 0; r < P; r++) n += !pc_bit_get(left, r);
-    return n >= (P >= 3 ? 2 : 1);
-}
+/* The view's coordinator and deputy (view_rules.h). */
+static int coordinator(const msg_backend_t *m) { return pc_view_coordinator(m->left_out, m->base.env.P); }
+static int deputy(const msg_backend_t *m) { return pc_view_deputy(m->left_out, m->base.env.P); }
 
 /* Whether rank r keeps what a left-out rank is owed: it is not left out
  * (rounds wait for it), or what it keeps would be lost (a deputy that took
@@ -824,7 +798,7 @@ static void forming_check(msg_backend_t *m)
             pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, not frozen for view %u, has not answered for %u ms: left "
                    "out too", env->obj->channel, r, c->epoch, limit_ms(m));
         }
-    if (added && view_allowed(m, left)) form(m, c->epoch + 1, left);
+    if (added && pc_view_allowed(left, env->P)) form(m, c->epoch + 1, left);
     free(left);
 }
 
@@ -863,7 +837,7 @@ static void start_change(msg_backend_t *m)
         if (pc_backoff_raise(base_limit_ms(m), &m->backoff))
             pc_log(PCOLL_LOG_INFO, "partial ch%u: the limit is now %u ms", env->obj->channel, limit_ms(m));
     }
-    if (changed && view_allowed(m, left)) form(m, m->epoch + 1, left);
+    if (changed && pc_view_allowed(left, env->P)) form(m, m->epoch + 1, left);
     free(left);
 }
 
@@ -882,11 +856,10 @@ static void start_change(msg_backend_t *m)
  * A rank frozen for a view of the coordinator says no: that view may have
  * begun (GO), and its ranks wait in MPI for each other.  The deputy itself
  * begins only while it is not frozen: a view of the coordinator that began
- * had its READY too (or left it out: then it is no deputy).  Two FREEZEs
- * of one epoch (the coordinator's, made before it heard of the takeover,
- * and the deputy's) are ordered by their maker: the deputy's wins.  Only
+ * had its READY too (or left it out: then it is no deputy).  What a rank
+ * does with the FREEZEs of the two: view_rules.h.  Only
  * for objects whose rounds need no leader (SOLO; rounds in groups), in a
- * view of three ranks or more (a view keeps two: view_allowed), with
+ * view of three ranks or more (a view keeps two: pc_view_allowed), with
  * nobody else left out (the coordinator keeps what they are owed).  The
  * deputy keeps what the coordinator is owed, so from then on it is never
  * left out itself while it keeps (keeps): rounds wait for it.  Ranks that
@@ -1235,6 +1208,16 @@ static void came_back(msg_backend_t *m, int x)
     m->left_at[x] = 0;
 }
 
+/* This rank's side of the views, for view_rules.h. */
+static pc_view_state_t view_state(const msg_backend_t *m)
+{
+    const struct change *aw = m->awaiting_go;
+    return (pc_view_state_t){.me = m->base.env.me, .epoch = m->epoch, .maker = m->view_maker,
+                             .left_out = m->left_out, .left_me = m->left_me, .frozen = atomic_load(&m->frozen),
+                             .awaiting = aw != NULL, .await_epoch = aw ? aw->epoch : 0,
+                             .await_maker = aw ? aw->keeper : -1, .deposed = m->deposed};
+}
+
 int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes)
 {
     const pc_backend_env_t *env = &m->base.env;
@@ -1286,32 +1269,17 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             start_change(m);
         }
         return 1;
-    case PC_MSG_FREEZE:
-        if (!m->excluding || !h->counted || bytes < sizeof *h + env->bitmap_bytes) return 1;
-    {
-        const change_t *aw = m->awaiting_go;
-        /* a view of its own not begun (no GO out) gives way to one that
-         * leaves it out (a deputy's; its own may have a later epoch) */
-        int yields = aw && aw->keeper == env->me && pc_bit_get((const unsigned char *)(h + 1), env->me);
-        if (!newer_view(h->epoch, h->root, m->epoch, m->view_maker) ||
-            (aw && !yields && !newer_view(h->epoch, h->root, aw->epoch, aw->keeper)))
-            return 1; /* an old one */
-        /* held until the install under way, or the takeover's; or until
-         * the view awaited is installed: another rank made it, and its GO
-         * may be out (only its maker may replace it) */
-        if ((frozen && !aw) || (m->deposed && h->root == m->deposed - 1) ||
-            (aw && aw->keeper != env->me && aw->keeper != h->root)) {
-            hold(m, src, msg, bytes);
+    case PC_MSG_FREEZE: {
+        if (!m->excluding || !h->counted || bytes < sizeof *h + env->bitmap_bytes || h->root < 0 || h->root >= env->P)
             return 1;
-        }
-        if (pc_bit_get(m->left_out, h->root)) { /* its maker made it before it knew it was left out */
-            if (m->left_me) hold(m, src, msg, bytes); /* or it is back, in a view not seen here yet */
-            return 1;
-        }
-    }
+        pc_view_state_t vs = view_state(m);
+        pc_freeze_action_t what = pc_view_on_freeze(&vs, h->epoch, h->root, (const unsigned char *)(h + 1));
+        if (what == PC_FREEZE_HOLD) hold(m, src, msg, bytes);
+        if (what != PC_FREEZE_FOLLOW) return 1;
         release(m); /* a deputy: the coordinator is not silent */
         freeze(m, h->epoch, (const unsigned char *)(h + 1), h->root, (uint32_t)h->round);
         return 1;
+    }
     case PC_MSG_READY:
         if (m->excluding && m->forming && h->epoch == m->forming && src >= 0 && src < env->P) {
             set_bit(m->ready, src, 1);
@@ -1327,8 +1295,8 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
         return 1;
     case PC_MSG_DEPOSE: { /* a view of its, frozen for none: hold the coordinator's FREEZEs */
         if (!m->excluding) return 1;
-        int yes = h->epoch == m->epoch && src == deputy(m) && h->root == coordinator(m) && !frozen &&
-                  !m->awaiting_go && !m->left_me;
+        pc_view_state_t vs = view_state(m);
+        int yes = pc_view_agrees(&vs, env->P, h->epoch, src, h->root);
         if (yes) m->deposed = h->root + 1;
         send_ctl(m, src, PC_MSG_DEPOSED, h->epoch, h->round * 2 + (uint64_t)yes, env->me, NULL);
         return 1;
