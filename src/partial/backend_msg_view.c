@@ -12,7 +12,7 @@
  *     coordinator (the view's lowest rank); the coordinator silent -> to
  *     its deputy (the next rank), which takes over: DEPOSE to the others,
  *     and once each agreed (none is frozen for a view), the view without
- *     the coordinator, made by the deputy (SOLO and rounds in groups)
+ *     the coordinator, made by the deputy (SOLO, MAJORITY, rounds in groups)
  *
  *   the coordinator: FREEZE(epoch + 1, the new view's left-out ranks) to
  *   every other rank, and the same here; a rank of the view that has not
@@ -858,7 +858,9 @@ static void start_change(msg_backend_t *m)
  * begins only while it is not frozen: a view of the coordinator that began
  * had its READY too (or left it out: then it is no deputy).  What a rank
  * does with the FREEZEs of the two: view_rules.h.  Only
- * for objects whose rounds need no leader (SOLO; rounds in groups), in a
+ * for objects whose rounds go on without a leader (SOLO; MAJORITY, whose
+ * rounds of the leader's are started by the ranks waiting for them:
+ * pc_policy_stands_in_for_leader; rounds in groups), in a
  * view of three ranks or more (a view keeps two: pc_view_allowed), with
  * nobody else left out (the coordinator keeps what they are owed).  The
  * deputy keeps what the coordinator is owed, so from then on it is never
@@ -870,7 +872,8 @@ static void start_change(msg_backend_t *m)
 static int takeover_allowed(const msg_backend_t *m)
 {
     const pc_backend_env_t *env = &m->base.env;
-    return (env->policy.kind == PCOLL_PARTIAL_SOLO || m->skipping) && m->n_left_out == 0 && env->P >= 3 &&
+    return (env->policy.kind == PCOLL_PARTIAL_SOLO || env->policy.kind == PCOLL_PARTIAL_MAJORITY || m->skipping) &&
+           m->n_left_out == 0 && env->P >= 3 &&
            env->me == deputy(m) && !atomic_load(&m->frozen) && !m->awaiting_go && !m->left_me && !m->replaying &&
            !m->finishing && !(m->running && (m->running_flags & PC_ROUND_FREE));
 }

@@ -343,10 +343,14 @@ static void arrive_run(pc_engine_t *e, void *arg)
     }
     PC_DEBUG("partial ch%u: application waits for round %llu", p->base.channel, (unsigned long long)round);
     if (round < p->be->ops->activated(p->be)) return; /* it came meanwhile: it starts on its own */
-    if (pc_policy_arrival(&p->policy, p->me, round, p->scratch) == PC_ARRIVE_START)
+    if (pc_policy_arrival(&p->policy, p->me, round, p->scratch) == PC_ARRIVE_START) {
         activate(p, round, p->me, 0, NULL);
-    else
+    } else if (pc_policy_stands_in_for_leader(&p->policy, p->me, round, p->scratch) && silent(p, PC_LEADER)) {
+        activate(p, round, PC_LEADER, PC_ROUND_STANDIN, NULL); /* known silent (not asked): stand_in_run */
+    } else {
+        p->arrived = round + 1;
         tell_leader(p, PC_ARR_WAIT, round);
+    }
 }
 
 /* ---- a waiting application's nudge (PCOLL_EXCLUDE_MS) ---- */
@@ -362,11 +366,28 @@ static void nudge_run(pc_engine_t *e, void *arg)
     p->probing = 0;
 }
 
+/* Any other rank: the round it waits for is the leader's to start, and
+ * the leader is silent (asked: by messages, it is left out of the view
+ * once its deputy takes over) -> it starts the round on its behalf. */
+static void stand_in_run(pc_engine_t *e, void *arg)
+{
+    (void)e;
+    pcoll_partial_t *p = arg;
+    uint64_t n = p->arrived;
+    if (n == 0 || n - 1 < p->be->ops->activated(p->be) ||
+        !pc_policy_stands_in_for_leader(&p->policy, p->me, n - 1, p->scratch))
+        return;
+    p->probing = 1;
+    int gone = silent(p, PC_LEADER);
+    p->probing = 0;
+    if (gone) activate(p, n - 1, PC_LEADER, PC_ROUND_STANDIN, NULL);
+}
+
 void pc_driver_nudge(pcoll_partial_t *p)
 {
     p->be->ops->nudge(p->be);
-    if (p->is_leader && p->policy.kind == PCOLL_PARTIAL_MAJORITY && p->be->ops->silent)
-        (void)pc_engine_post(p->base.engine, nudge_run, p); /* no memory: the next nudge */
+    if (p->policy.kind == PCOLL_PARTIAL_MAJORITY && p->be->ops->silent) /* no memory: the next nudge */
+        (void)pc_engine_post(p->base.engine, p->is_leader ? nudge_run : stand_in_run, p);
 }
 
 int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet)

@@ -87,6 +87,8 @@ struct pcoll_partial {
     int group_all;               /* application: group lists every rank */
     int is_leader;
     int probing;                 /* (H) decide() may ask ranks if they are alive */
+    uint64_t arrived;            /* (H) the round + 1 its application last waited for
+                                    and told the leader of (0: none) */
     pc_leader_t leader;          /* (H) at PC_LEADER */
     pc_park_watch_t watch;       /* (H) at PC_LEADER, when needs_park */
     int finishing;               /* (H) the last round completed here */

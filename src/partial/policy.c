@@ -83,6 +83,12 @@ pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, i
     }
 }
 
+int pc_policy_stands_in_for_leader(const pc_policy_t *pol, int me, uint64_t round, int *scratch)
+{
+    return pol->kind == PCOLL_PARTIAL_MAJORITY && me != PC_LEADER && !pc_policy_is_sync(pol, round) &&
+           pc_policy_initiator(pol, round, scratch) == PC_LEADER;
+}
+
 /* ---- the leader ---- */
 
 int pc_leader_init(pc_leader_t *l, const pc_policy_t *pol)

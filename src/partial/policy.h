@@ -98,6 +98,13 @@ pc_call_step_t pc_policy_call_step(int results, uint64_t completed, uint64_t tak
 typedef enum { PC_ARRIVE_START = 1, PC_ARRIVE_LEADER = 2 } pc_arrival_t;
 pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, int *scratch);
 
+/* Whether a rank whose application waits for round r (not activated) starts
+ * it on its initiator's behalf once the leader is silent: a MAJORITY round,
+ * not synchronous, whose initiator is the leader itself (the leader stands
+ * in for the others; nobody would for it).  Several ranks may: the first
+ * activation counts. */
+int pc_policy_stands_in_for_leader(const pc_policy_t *pol, int me, uint64_t round, int *scratch);
+
 /* ---- the leader ---- */
 
 enum { PC_ARR_WAIT = 1, PC_ARR_FLUSH = 2, PC_ARR_FREE = 3 };

@@ -40,16 +40,15 @@
  * makes the view that leaves it out.  With P >= 4 rank P - 1 stops as
  * above: it is left out by the deputy, and comes back in a view of rank 0
  * (its JOIN goes on to rank 0) or of the deputy, which keeps what it is
- * owed either way.  SOLO and GROUP only (MAJORITY's leader is rank 0).  The
- * same checks, and every other rank completes calls while rank 0 is
- * stopped (5 at least, in 0.8 s).
+ * owed either way.  MAJORITY's rounds whose initiator is rank 0 (its leader)
+ * are started by the ranks that wait for them.  The same checks, and every
+ * other rank completes calls while rank 0 is stopped (5 at least, in 0.8 s).
  * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
  * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
  * taken for silent, left out and taken back again and again (on an
  * oversubscribed machine); the run must end, with the same conservation
  * checks (the limit backs off by itself).
- * With the argument "churn-coordinator": the same, SOLO and GROUP only,
- * and rank 0 also stops for 100 ms every 30 calls: its deputy takes over
+ * With the argument "churn-coordinator": the same, and rank 0 also stops for 100 ms every 30 calls: its deputy takes over
  * now and then, also while rank 0 makes a view of its own (the two views
  * of one epoch, the deputy's wins) or while ranks are frozen for one (the
  * takeover waits).
@@ -353,7 +352,7 @@ int main(int argc, char **argv)
     pcoll_t *ctx;
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     run(ctx, PCOLL_PARTIAL_SOLO);
-    if (!coord) run(ctx, PCOLL_PARTIAL_MAJORITY); /* its leader is rank 0 */
+    run(ctx, PCOLL_PARTIAL_MAJORITY);
     run_group(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_exclude: %ld checks passed at rank 0\n", (long)tu_checks_);

@@ -3,7 +3,8 @@
  * decisions out.
  *   - initiator(r): every rank exactly once per block of P rounds, the same
  *     for the same seed, P = 1..64;
- *   - synchronous rounds, the call's step, what an arriving rank does;
+ *   - synchronous rounds, the call's step, what an arriving rank does, and
+ *     when it starts a MAJORITY round for a silent leader (its own rounds);
  *   - the leader: QUORUM counts arrivals (and parked ranks, listed in the
  *     counted bitmap), MAJORITY stands in only for a parked initiator, a
  *     synchronous round waits for everyone, flush and free rounds need all
@@ -82,6 +83,30 @@ static void test_rules(void)
         int init = pc_policy_initiator(&p, r, scratch);
         for (int me = 0; me < 4; me++)
             CHECK(pc_policy_arrival(&p, me, r, scratch) == (me == init ? PC_ARRIVE_START : PC_ARRIVE_LEADER));
+    }
+}
+
+/* Who starts a round on behalf of a silent leader: any other rank that
+ * waits for a MAJORITY round whose initiator is the leader, not a
+ * synchronous one; nobody in the other kinds, nor for another initiator's
+ * round (the leader stands in for those). */
+static void test_stand_in_for_leader(void)
+{
+    int scratch[8];
+    pc_policy_t p = pol(PCOLL_PARTIAL_MAJORITY, 5, 1, 4, 3);
+    int own = 0;
+    for (uint64_t r = 0; r < 40; r++) {
+        int init = pc_policy_initiator(&p, r, scratch), sync = pc_policy_is_sync(&p, r);
+        own += init == PC_LEADER && !sync;
+        for (int me = 0; me < 5; me++)
+            CHECK(pc_policy_stands_in_for_leader(&p, me, r, scratch) == (me != PC_LEADER && init == PC_LEADER && !sync));
+    }
+    CHECK(own > 0); /* the case came up */
+    pcoll_partial_kind_t others[] = {PCOLL_PARTIAL_SOLO, PCOLL_PARTIAL_QUORUM, PCOLL_PARTIAL_GROUP};
+    for (int k = 0; k < 3; k++) {
+        p = pol(others[k], 5, 2, 0, 3);
+        for (uint64_t r = 0; r < 10; r++)
+            for (int me = 0; me < 5; me++) CHECK(!pc_policy_stands_in_for_leader(&p, me, r, scratch));
     }
 }
 
@@ -354,6 +379,7 @@ int main(void)
 {
     test_initiator();
     test_rules();
+    test_stand_in_for_leader();
     test_quorum();
     test_early_arrivals();
     test_majority();
