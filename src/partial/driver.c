@@ -338,6 +338,7 @@ static void arrive_run(pc_engine_t *e, void *arg)
     int type = t->type;
     free(t);
     if (type != 0) { /* the leader must not pick a round this rank knows started */
+        p->arrived = 0; /* a flush or free waits now: no stand-in (its round is the leader's) */
         tell_leader(p, type, p->be->ops->activated(p->be));
         return;
     }
@@ -380,7 +381,10 @@ static void stand_in_run(pc_engine_t *e, void *arg)
     p->probing = 1;
     int gone = silent(p, PC_LEADER);
     p->probing = 0;
-    if (gone) activate(p, n - 1, PC_LEADER, PC_ROUND_STANDIN, NULL);
+    if (gone) {
+        p->arrived = 0;
+        activate(p, n - 1, PC_LEADER, PC_ROUND_STANDIN, NULL);
+    }
 }
 
 void pc_driver_nudge(pcoll_partial_t *p)
