@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "../engine/progress.h"
+#include "../util/bits.h"
 #include "service.h"
 
 /* How long a probe waits for answers. */
@@ -101,8 +102,5 @@ int pc_block(pcoll_t *ctx, const pc_wait_t *w);
 /* At pcoll_init (holder): the service handlers of queries and answers. */
 void pc_stall_open(pcoll_t *ctx);
 
-/* Bitmaps of P bits. */
-static inline void pc_bit_set(unsigned char *b, int i) { b[i / 8] |= (unsigned char)(1u << (i % 8)); }
-static inline int pc_bit_get(const unsigned char *b, int i) { return (b[i / 8] >> (i % 8)) & 1; }
 
 #endif

@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int bit(const unsigned char *b, int i) { return (b[i / 8] >> (i % 8)) & 1; }
-static void set(unsigned char *b, int i) { b[i / 8] |= (unsigned char)(1u << (i % 8)); }
-static void clear(unsigned char *b, int i) { b[i / 8] &= (unsigned char)~(1u << (i % 8)); }
+#include "../util/bits.h"
+
 
 size_t pc_survivors_bytes(int P) { return ((size_t)P + 7) / 8; }
 
@@ -18,7 +17,7 @@ static void begin_round(pc_survivors_t *s)
     s->nheard = 0;
     s->nothers = 0;
     for (int r = 0; r < s->P; r++)
-        if (r != s->me && bit(s->view, r)) s->nothers++;
+        if (r != s->me && pc_bit_get(s->view, r)) s->nothers++;
 }
 
 int pc_survivors_init(pc_survivors_t *s, int P, int me)
@@ -34,7 +33,7 @@ int pc_survivors_init(pc_survivors_t *s, int P, int me)
         pc_survivors_destroy(s);
         return -1;
     }
-    for (int r = 0; r < P; r++) set(s->view, r);
+    for (int r = 0; r < P; r++) pc_bit_set(s->view, r);
     begin_round(s);
     return 0;
 }
@@ -49,12 +48,12 @@ void pc_survivors_destroy(pc_survivors_t *s)
 
 int pc_survivors_hear(pc_survivors_t *s, int src, const unsigned char *view)
 {
-    if (src < 0 || src >= s->P || src == s->me || !bit(s->view, src) || bit(s->heard, src)) return 0;
-    set(s->heard, src);
+    if (src < 0 || src >= s->P || src == s->me || !pc_bit_get(s->view, src) || pc_bit_get(s->heard, src)) return 0;
+    pc_bit_set(s->heard, src);
     s->nheard++;
     for (int r = 0; r < s->P; r++) {
-        if (bit(view, r) != bit(s->view, r)) s->differ = 1;
-        if (bit(s->view, r) && !bit(view, r)) set(s->left, r);
+        if (pc_bit_get(view, r) != pc_bit_get(s->view, r)) s->differ = 1;
+        if (pc_bit_get(s->view, r) && !pc_bit_get(view, r)) pc_bit_set(s->left, r);
     }
     return 1;
 }
@@ -65,8 +64,8 @@ int pc_survivors_end_round(pc_survivors_t *s)
 {
     if (s->round >= 1 && pc_survivors_complete(s) && !s->differ) return 1;
     for (int r = 0; r < s->P; r++)
-        if (r != s->me && (!bit(s->heard, r) || bit(s->left, r))) clear(s->view, r);
-    set(s->view, s->me); /* a view another rank heard without us is theirs to act on */
+        if (r != s->me && (!pc_bit_get(s->heard, r) || pc_bit_get(s->left, r))) pc_bit_clear(s->view, r);
+    pc_bit_set(s->view, s->me); /* a view another rank heard without us is theirs to act on */
     s->round++;
     begin_round(s);
     return 0;
@@ -76,6 +75,6 @@ int pc_survivors_list(const pc_survivors_t *s, int *out)
 {
     int n = 0;
     for (int r = 0; r < s->P; r++)
-        if (bit(s->view, r)) out[n++] = r;
+        if (pc_bit_get(s->view, r)) out[n++] = r;
     return n;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "staleness.h"
+#include "../util/bits.h"
 
 typedef struct rank_state {
     int ready;                /* asked (or is freeing) and has no group yet */
@@ -586,7 +587,7 @@ int pc_gen_missing(const pc_gen_t *g, int rank, unsigned char *bits)
     int count = 0;
 #define MARK(r)                                                                                                      \
     do {                                                                                                             \
-        bits[(r) / 8] |= (unsigned char)(1u << ((r) % 8));                                                           \
+        pc_bit_set(bits, (r));                                                                                       \
         count++;                                                                                                     \
     } while (0)
     if (s->queued) { /* FIFO: whoever still trains and is not queued */

@@ -343,7 +343,7 @@ static void try_start(msg_backend_t *m)
     }
     /* active: waiting for this round here, or counted by the leader as parked
      * in another call (then its data is as fresh as it gets) */
-    int parked = slot->has_counted && (slot->counted[env->me / 8] >> (env->me % 8)) & 1;
+    int parked = slot->has_counted && pc_bit_get(slot->counted, env->me);
     int active = r >= m->waiting_from || parked;
     m->rounds_started = r + 1;
     pthread_mutex_unlock(&m->lock);

@@ -139,12 +139,6 @@ static uint32_t base_limit_ms(const msg_backend_t *m)
 /* PCOLL_EXCLUDE_MS, backed off under churn (backoff.h) */
 static uint32_t limit_ms(const msg_backend_t *m) { return pc_backoff_limit(base_limit_ms(m), &m->backoff); }
 
-static void set_bit(unsigned char *b, int i, int on)
-{
-    if (on) b[i / 8] |= (unsigned char)(1u << (i % 8));
-    else b[i / 8] &= (unsigned char)~(1u << (i % 8));
-}
-
 static int count_bits(const unsigned char *b, int P)
 {
     int n = 0;
@@ -677,7 +671,7 @@ static void ready_for(msg_backend_t *m, change_t *c)
         send_ctl(m, c->keeper, PC_MSG_READY, c->epoch, 0, env->me, NULL);
         return;
     }
-    set_bit(m->ready, env->me, 1);
+    pc_bit_put(m->ready, env->me, 1);
     maybe_go(m);
 }
 
@@ -792,8 +786,8 @@ static void forming_check(msg_backend_t *m)
     int added = 0;
     for (int r = 0; r < env->P; r++)
         if (r != env->me && !pc_bit_get(c->left, r) && !pc_bit_get(m->ready, r) && !keeps(m, r) && probe(m, r)) {
-            set_bit(left, r, 1);
-            set_bit(m->suspected, r, 1);
+            pc_bit_put(left, r, 1);
+            pc_bit_put(m->suspected, r, 1);
             added++;
             pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, not frozen for view %u, has not answered for %u ms: left "
                    "out too", env->obj->channel, r, c->epoch, limit_ms(m));
@@ -827,7 +821,7 @@ static void start_change(msg_backend_t *m)
         int out = pc_bit_get(m->left_out, r);
         int want = (out && !pc_bit_get(m->want_in, r)) ||
                    (!out && pc_bit_get(m->want_out, r) && r != env->me && !keeps(m, r));
-        set_bit(left, r, want);
+        pc_bit_put(left, r, want);
         changed |= want != out;
     }
     memset(m->want_out, 0, env->bitmap_bytes);
@@ -909,7 +903,7 @@ static void maybe_take_over(msg_backend_t *m)
     m->deposing = 0;
     m->deposed = c + 1; /* its views wait (its own, made meanwhile, go once this one is installed) */
     memcpy(left, m->left_out, env->bitmap_bytes);
-    set_bit(left, c, 1);
+    pc_bit_put(left, c, 1);
     pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, the views' coordinator, has not answered for %u ms: this rank "
            "takes over", env->obj->channel, c, limit_ms(m));
     form(m, m->epoch + 1, left);
@@ -1255,7 +1249,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             }
             return 1;
         }
-        set_bit(m->want_out, h->root, 1);
+        pc_bit_put(m->want_out, h->root, 1);
         start_change(m);
         return 1;
     case PC_MSG_JOIN:
@@ -1268,7 +1262,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             send_ctl(m, coordinator(m), PC_MSG_JOIN, m->epoch, 0, h->root, NULL);
         } else if (pc_bit_get(m->left_out, h->root)) {
             if (!pc_bit_get(m->want_in, h->root)) came_back(m, h->root);
-            set_bit(m->want_in, h->root, 1);
+            pc_bit_put(m->want_in, h->root, 1);
             start_change(m);
         }
         return 1;
@@ -1285,7 +1279,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
     }
     case PC_MSG_READY:
         if (m->excluding && m->forming && h->epoch == m->forming && src >= 0 && src < env->P) {
-            set_bit(m->ready, src, 1);
+            pc_bit_put(m->ready, src, 1);
             maybe_go(m);
         }
         return 1;
@@ -1314,7 +1308,7 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
             release(m);
             return 1;
         }
-        set_bit(m->agreed, src, 1);
+        pc_bit_put(m->agreed, src, 1);
         maybe_take_over(m);
         return 1;
     case PC_MSG_RELEASE: /* after its DEPOSE (one sender's messages keep their order) */
@@ -1349,7 +1343,7 @@ static void suspect(msg_backend_t *m, int j)
     const pc_backend_env_t *env = &m->base.env;
     int c = coordinator(m);
     if (pc_bit_get(m->suspected, j) || pc_bit_get(m->left_out, j)) return;
-    set_bit(m->suspected, j, 1);
+    pc_bit_put(m->suspected, j, 1);
     if (j == c) { /* its deputy takes over (deputy_check), if it may */
         int d = deputy(m);
         pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d, the views' coordinator, has not answered for %u ms",
@@ -1361,7 +1355,7 @@ static void suspect(msg_backend_t *m, int j)
     pc_log(PCOLL_LOG_INFO, "partial ch%u: rank %d has not answered for %u ms: rounds go on without it",
            env->obj->channel, j, limit_ms(m));
     if (c == env->me) {
-        set_bit(m->want_out, j, 1);
+        pc_bit_put(m->want_out, j, 1);
         start_change(m);
     } else if (c >= 0) {
         send_ctl(m, c, PC_MSG_SUSPECT, m->epoch, 0, j, NULL);

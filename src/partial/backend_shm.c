@@ -216,7 +216,7 @@ static int bit_of(const shm_backend_t *s, const unsigned char *rec, int rank)
     (void)s;
     const record_t *h = (const record_t *)rec;
     const unsigned char *bits = rec + sizeof(record_t);
-    return h->has_counted && ((bits[rank / 8] >> (rank % 8)) & 1);
+    return h->has_counted && pc_bit_get(bits, rank);
 }
 
 static void kick(shm_backend_t *s, int rank) { s->sig.kick(s->sig.arg, rank); }

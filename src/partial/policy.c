@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../groups/rotation.h"
+#include "../util/bits.h"
 
 static uint64_t mix64(uint64_t z)
 {
@@ -191,7 +192,7 @@ static int count_arrived(pc_leader_t *l, pc_elsewhere_fn elsewhere, void *arg, i
             arrived++;
         } else if (elsewhere && elsewhere(arg, r)) {
             arrived++;
-            l->counted[r / 8] |= (unsigned char)(1u << (r % 8));
+            pc_bit_set(l->counted, r);
             (*parked_only)++;
         }
     }
@@ -259,7 +260,7 @@ void pc_leader_missing(const pc_leader_t *l, int type, uint64_t round, pc_elsewh
             miss = r == pc_policy_initiator(&l->pol, round, l->scratch) && !parked(l, r, elsewhere, arg);
         else
             miss = (round == l->next ? !l->waiting[r] : l->wait_for[r] != round + 1) && !parked(l, r, elsewhere, arg);
-        if (miss) missing[r / 8] |= (unsigned char)(1u << (r % 8));
+        if (miss) pc_bit_set(missing, r);
     }
 }
 

@@ -28,13 +28,13 @@
 
 #include <stdint.h>
 
-static inline int pc_view_bit(const unsigned char *b, int i) { return (b[i / 8] >> (i % 8)) & 1; }
+#include "../util/bits.h"
 
 /* The view's coordinator (-1: nobody is in it). */
 static inline int pc_view_coordinator(const unsigned char *left, int P)
 {
     for (int r = 0; r < P; r++)
-        if (!pc_view_bit(left, r)) return r;
+        if (!pc_bit_get(left, r)) return r;
     return -1;
 }
 
@@ -42,7 +42,7 @@ static inline int pc_view_coordinator(const unsigned char *left, int P)
 static inline int pc_view_deputy(const unsigned char *left, int P)
 {
     for (int r = pc_view_coordinator(left, P) + 1; r > 0 && r < P; r++)
-        if (!pc_view_bit(left, r)) return r;
+        if (!pc_bit_get(left, r)) return r;
     return -1;
 }
 
@@ -56,7 +56,7 @@ static inline int pc_view_newer(uint32_t e1, int k1, uint32_t e2, int k2)
 static inline int pc_view_allowed(const unsigned char *left, int P)
 {
     int n = 0;
-    for (int r = 0; r < P; r++) n += !pc_view_bit(left, r);
+    for (int r = 0; r < P; r++) n += !pc_bit_get(left, r);
     return n >= (P >= 3 ? 2 : 1);
 }
 
@@ -80,14 +80,14 @@ typedef enum { PC_FREEZE_DROP, PC_FREEZE_HOLD, PC_FREEZE_FOLLOW } pc_freeze_acti
 static inline pc_freeze_action_t pc_view_on_freeze(const pc_view_state_t *s, uint32_t epoch, int maker,
                                                    const unsigned char *left)
 {
-    int yields = s->awaiting && s->await_maker == s->me && pc_view_bit(left, s->me);
+    int yields = s->awaiting && s->await_maker == s->me && pc_bit_get(left, s->me);
     if (!pc_view_newer(epoch, maker, s->epoch, s->maker) ||
         (s->awaiting && !yields && !pc_view_newer(epoch, maker, s->await_epoch, s->await_maker)))
         return PC_FREEZE_DROP;
     if ((s->frozen && !s->awaiting) || (s->deposed && maker == s->deposed - 1) ||
         (s->awaiting && s->await_maker != s->me && s->await_maker != maker))
         return PC_FREEZE_HOLD;
-    if (pc_view_bit(s->left_out, maker)) return s->left_me ? PC_FREEZE_HOLD : PC_FREEZE_DROP;
+    if (pc_bit_get(s->left_out, maker)) return s->left_me ? PC_FREEZE_HOLD : PC_FREEZE_DROP;
     return PC_FREEZE_FOLLOW;
 }
 
