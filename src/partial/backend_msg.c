@@ -163,6 +163,15 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
     }
     if (s->round != round) {
         if (s->activated && s->round >= atomic_load(&m->done)) {
+            /* A decision of this rank's own for others' arrivals (its
+             * leader's) while its rounds lag a view behind (it was left out
+             * while it was stopped, and has yet to learn it): dropped, the
+             * others go on without it (and decide again when it is back) */
+            if (from_link < 0 && m->excluding) {
+                PC_DEBUG("partial ch%u: round %llu not started here: round %llu is still open", env->obj->channel,
+                         (unsigned long long)round, (unsigned long long)s->round);
+                return 0;
+            }
             /* more rounds open than the policy's window: a bug, which fails
              * the object (every call returns the error) rather than hang */
             char what[160];

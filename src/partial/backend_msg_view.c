@@ -852,9 +852,9 @@ static void start_change(msg_backend_t *m)
  * begins only while it is not frozen: a view of the coordinator that began
  * had its READY too (or left it out: then it is no deputy).  What a rank
  * does with the FREEZEs of the two: view_rules.h.  Only
- * for objects whose rounds go on without a leader (SOLO; MAJORITY, whose
- * rounds of the leader's are started by the ranks waiting for them:
- * pc_policy_stands_in_for_leader; rounds in groups), in a
+ * for objects whose rounds go on without a leader (SOLO; MAJORITY and
+ * QUORUM, whose rounds the waiting ranks count and start while the leader
+ * is silent: pc_leader_decide_stand_in; GROUP rounds that skip), in a
  * view of three ranks or more (a view keeps two: pc_view_allowed), with
  * nobody else left out (the coordinator keeps what they are owed).  The
  * deputy keeps what the coordinator is owed, so from then on it is never
@@ -866,7 +866,7 @@ static void start_change(msg_backend_t *m)
 static int takeover_allowed(const msg_backend_t *m)
 {
     const pc_backend_env_t *env = &m->base.env;
-    return (env->policy.kind == PCOLL_PARTIAL_SOLO || env->policy.kind == PCOLL_PARTIAL_MAJORITY || m->skipping) &&
+    return (env->policy.kind != PCOLL_PARTIAL_GROUP || m->skipping) &&
            m->n_left_out == 0 && env->P >= 3 &&
            env->me == deputy(m) && !atomic_load(&m->frozen) && !m->awaiting_go && !m->left_me && !m->replaying &&
            !m->finishing && !(m->running && (m->running_flags & PC_ROUND_FREE));

@@ -12,6 +12,7 @@
 #include "../util/log.h"
 
 static void decide(pcoll_partial_t *p);
+static void decide_stand_in(pcoll_partial_t *p);
 
 /* ---- buffers ---- */
 
@@ -124,15 +125,52 @@ static void tell_leader(pcoll_partial_t *p, int type, uint64_t round)
     send_msg(p, PC_LEADER, &m, sizeof m);
 }
 
+/* ---- without the leader (MAJORITY, QUORUM) ----
+ *
+ *   rank x waits for round r; the leader is silent (x's own look)
+ *     x counts its arrival in its own counter (p->leader)
+ *     QUORUM: and sends it to every rank once (WAIT, as to the leader)
+ *   any rank but the leader, on such an arrival, an activation or a nudge:
+ *     pc_leader_decide_stand_in on its counter -> start r on the leader's
+ *     behalf (the first activation counts)
+ *
+ * The counters need no state from the leader: the ranks that wait say so
+ * again.  A leader that was only slow still counts its own arrivals. */
+static void decide_stand_in(pcoll_partial_t *p)
+{
+    if (p->is_leader || !p->counting || p->finishing) return;
+    catch_up(p); /* node-shared memory: rounds others started */
+    if (!pc_leader_has_waiters(&p->leader)) return;
+    pc_decision_t d;
+    if (pc_leader_decide_stand_in(&p->leader, silent, p, &d)) activate(p, d.round, d.root, d.flags, NULL);
+}
+
+static void arrive_without_leader(pcoll_partial_t *p, uint64_t round)
+{
+    if (pc_leader_arrival(&p->leader, PC_ARR_WAIT, p->me, round) != 0) return;
+    if (pc_policy_shares_arrivals(&p->policy) && p->shared != round + 1) {
+        p->shared = round + 1;
+        pc_obj_msg_t m;
+        memset(&m, 0, sizeof m);
+        m.type = PC_MSG_WAIT;
+        m.round = round;
+        m.root = p->me;
+        for (int r = 0; r < p->P; r++) /* the leader had it already */
+            if (r != p->me && r != PC_LEADER) send_msg(p, r, &m, sizeof m);
+    }
+    decide_stand_in(p);
+}
+
 /* ---- backend events ---- */
 
 static void on_activated(void *owner, uint64_t round, int root, uint32_t flags)
 {
     pcoll_partial_t *p = owner;
     pc_tl_round_start(p->base.ctx, p->base.id, round, root, (flags & PC_ROUND_SYNC) != 0);
-    if (!p->is_leader) return;
+    if (!p->is_leader && !p->counting) return;
     pc_leader_activated(&p->leader, round, flags);
-    decide(p);
+    if (p->is_leader) decide(p);
+    else decide_stand_in(p); /* early arrivals for the next round */
 }
 
 /* The ranks of a left-out bitmap into out (room for P); their number. */
@@ -309,6 +347,10 @@ static void on_message(pcoll_t *ctx, void *arg, int src, const void *msg, size_t
         return;
     }
     if (!p->is_leader) {
+        if (m->type == PC_MSG_WAIT && p->counting) { /* its leader is silent */
+            if (pc_leader_arrival(&p->leader, PC_ARR_WAIT, src, m->round) == 0) decide_stand_in(p);
+            return;
+        }
         pc_log(PCOLL_LOG_ERROR, "partial: an arrival from rank %d at a rank that is not the leader", src);
         return;
     }
@@ -346,12 +388,12 @@ static void arrive_run(pc_engine_t *e, void *arg)
     if (round < p->be->ops->activated(p->be)) return; /* it came meanwhile: it starts on its own */
     if (pc_policy_arrival(&p->policy, p->me, round, p->scratch) == PC_ARRIVE_START) {
         activate(p, round, p->me, 0, NULL);
-    } else if (pc_policy_stands_in_for_leader(&p->policy, p->me, round, p->scratch) && silent(p, PC_LEADER)) {
-        activate(p, round, PC_LEADER, PC_ROUND_STANDIN, NULL); /* known silent (not asked): stand_in_run */
-    } else {
-        p->arrived = round + 1;
-        tell_leader(p, PC_ARR_WAIT, round);
+        return;
     }
+    p->arrived = round + 1;
+    tell_leader(p, PC_ARR_WAIT, round); /* also when silent: it may only be slow */
+    if (pc_policy_counts_without_leader(&p->policy, p->me, round) && silent(p, PC_LEADER))
+        arrive_without_leader(p, round); /* known silent (not asked): stand_in_run */
 }
 
 /* ---- a waiting application's nudge (PCOLL_EXCLUDE_MS) ---- */
@@ -367,30 +409,26 @@ static void nudge_run(pc_engine_t *e, void *arg)
     p->probing = 0;
 }
 
-/* Any other rank: the round it waits for is the leader's to start, and
- * the leader is silent (asked: by messages, it is left out of the view
- * once its deputy takes over) -> it starts the round on its behalf. */
+/* Any other rank (MAJORITY, QUORUM): once the leader is silent (asked: by
+ * messages, it is left out of the view once its deputy takes over), the
+ * round this rank waits for is counted here too (the initiator asked). */
 static void stand_in_run(pc_engine_t *e, void *arg)
 {
     (void)e;
     pcoll_partial_t *p = arg;
     uint64_t n = p->arrived;
     if (n == 0 || n - 1 < p->be->ops->activated(p->be) ||
-        !pc_policy_stands_in_for_leader(&p->policy, p->me, n - 1, p->scratch))
+        !pc_policy_counts_without_leader(&p->policy, p->me, n - 1))
         return;
     p->probing = 1;
-    int gone = silent(p, PC_LEADER);
+    if (silent(p, PC_LEADER)) arrive_without_leader(p, n - 1);
     p->probing = 0;
-    if (gone) {
-        p->arrived = 0;
-        activate(p, n - 1, PC_LEADER, PC_ROUND_STANDIN, NULL);
-    }
 }
 
 void pc_driver_nudge(pcoll_partial_t *p)
 {
     p->be->ops->nudge(p->be);
-    if (p->policy.kind == PCOLL_PARTIAL_MAJORITY && p->be->ops->silent) /* no memory: the next nudge */
+    if (p->counting && p->be->ops->silent) /* no memory: the next nudge */
         (void)pc_engine_post(p->base.engine, p->is_leader ? nudge_run : stand_in_run, p);
 }
 

@@ -89,7 +89,12 @@ struct pcoll_partial {
     int probing;                 /* (H) decide() may ask ranks if they are alive */
     uint64_t arrived;            /* (H) the round + 1 its application last waited for
                                     and told the leader of (0: none) */
-    pc_leader_t leader;          /* (H) at PC_LEADER */
+    pc_leader_t leader;          /* (H) at PC_LEADER: the arrivals; at another rank
+                                    when `counting`: those it knows of while the
+                                    leader is silent (its own, and QUORUM's shared) */
+    int counting;                /* MAJORITY or QUORUM: every rank keeps `leader` */
+    uint64_t shared;             /* (H) QUORUM: the round + 1 whose arrival this rank
+                                    sent to every rank, the leader being silent */
     pc_park_watch_t watch;       /* (H) at PC_LEADER, when needs_park */
     int finishing;               /* (H) the last round completed here */
 };

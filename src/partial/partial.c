@@ -286,6 +286,7 @@ static int new_object(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     p->bitmap_bytes = ((size_t)p->P + 7) / 8;
     p->needs_park = cfg->kind == PCOLL_PARTIAL_MAJORITY || cfg->kind == PCOLL_PARTIAL_QUORUM || cfg->sync_every > 0;
     p->is_leader = p->me == PC_LEADER;
+    p->counting = cfg->kind == PCOLL_PARTIAL_MAJORITY || cfg->kind == PCOLL_PARTIAL_QUORUM;
     pthread_mutex_init(&p->lock, NULL);
     atomic_init(&p->rounds_completed, 0);
     atomic_init(&p->flushes_completed, 0);
@@ -300,7 +301,7 @@ static int new_object(pcoll_t *ctx, size_t count, pcoll_dtype_t dtype, const pco
     p->left_out = malloc(sizeof(int) * (size_t)p->P);
     if (rc == PCOLL_SUCCESS && (!p->delivered || !p->scratch || !p->group || !p->round_group || !p->left_out_h ||
                                 !p->left_out_d || !p->group_d || !p->left_out ||
-                                (p->is_leader && pc_leader_init(&p->leader, &p->policy) != 0)))
+                                ((p->is_leader || p->counting) && pc_leader_init(&p->leader, &p->policy) != 0)))
         rc = pc_error(PCOLL_ERR_NOMEM, fn, "no memory for the buffers of %zu elements", count);
     return rc;
 }

@@ -84,11 +84,13 @@ pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, i
     }
 }
 
-int pc_policy_stands_in_for_leader(const pc_policy_t *pol, int me, uint64_t round, int *scratch)
+int pc_policy_counts_without_leader(const pc_policy_t *pol, int me, uint64_t round)
 {
-    return pol->kind == PCOLL_PARTIAL_MAJORITY && me != PC_LEADER && !pc_policy_is_sync(pol, round) &&
-           pc_policy_initiator(pol, round, scratch) == PC_LEADER;
+    return (pol->kind == PCOLL_PARTIAL_MAJORITY || pol->kind == PCOLL_PARTIAL_QUORUM) && me != PC_LEADER &&
+           !pc_policy_is_sync(pol, round);
 }
+
+int pc_policy_shares_arrivals(const pc_policy_t *pol) { return pol->kind == PCOLL_PARTIAL_QUORUM; }
 
 /* ---- the leader ---- */
 
@@ -241,6 +243,16 @@ int pc_leader_decide_silent(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, p
         return 0; /* SOLO, GROUP: the ranks start their rounds themselves */
     }
     if (parked_only) d->counted = l->counted;
+    return 1;
+}
+
+int pc_leader_decide_stand_in(pc_leader_t *l, pc_elsewhere_fn silent, void *arg, pc_decision_t *d)
+{
+    if (pc_policy_is_sync(&l->pol, l->next) || !pc_leader_decide_silent(l, PC_LEADER, NULL, silent, arg, d) ||
+        (d->flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE)))
+        return 0;
+    d->flags |= PC_ROUND_STANDIN;
+    d->counted = NULL;
     return 1;
 }
 

@@ -18,7 +18,10 @@
  * leader starts it once q ranks arrived), GROUP(S) (started as SOLO; its
  * data phase runs inside the groups of groups/rotation.h).  Every
  * sync_every-th round and every flush or free round waits for all ranks
- * and moves data among all of them.
+ * and moves data among all of them.  While the leader is silent, the other
+ * ranks count for it: each keeps a pc_leader_t of the arrivals it knows of
+ * (its own; QUORUM: those sent to every rank) and may start a MAJORITY or
+ * QUORUM round on its behalf (pc_leader_decide_stand_in).
  *
  * The leader may hear of a round from an arrival before its activation
  * reaches it: under GROUP a rank completes round r with its group alone and
@@ -98,12 +101,16 @@ pc_call_step_t pc_policy_call_step(int results, uint64_t completed, uint64_t tak
 typedef enum { PC_ARRIVE_START = 1, PC_ARRIVE_LEADER = 2 } pc_arrival_t;
 pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, int *scratch);
 
-/* Whether a rank whose application waits for round r (not activated) starts
- * it on its initiator's behalf once the leader is silent: a MAJORITY round,
- * not synchronous, whose initiator is the leader itself (the leader stands
- * in for the others; nobody would for it).  Several ranks may: the first
- * activation counts. */
-int pc_policy_stands_in_for_leader(const pc_policy_t *pol, int me, uint64_t round, int *scratch);
+/* Whether a rank other than the leader whose application waits for round r
+ * (not activated) counts arrivals itself once the leader is silent
+ * (pc_leader_decide_stand_in): a MAJORITY or QUORUM round, not synchronous
+ * (those wait for every rank, the leader too).  For QUORUM it then sends
+ * its arrival to every rank (pc_policy_shares_arrivals), since any of them
+ * may count the quorum. */
+int pc_policy_counts_without_leader(const pc_policy_t *pol, int me, uint64_t round);
+/* 1 if a decision needs other ranks' arrivals (QUORUM); 0 if a rank's own
+ * suffices (MAJORITY: the initiator's state decides). */
+int pc_policy_shares_arrivals(const pc_policy_t *pol);
 
 /* ---- the leader ---- */
 
@@ -167,6 +174,17 @@ int pc_leader_decide_silent(pc_leader_t *l, int me, pc_elsewhere_fn elsewhere, p
 /* 1 if some rank waits for round `next` (the leader's decision may change
  * when a rank becomes blocked elsewhere). */
 int pc_leader_has_waiters(const pc_leader_t *l);
+
+/* A rank other than the leader, whose counter l holds its own arrival and
+ * those that ranks sent it after finding the leader silent: should it start
+ * round `next` on the leader's behalf?  As pc_leader_decide_silent at the
+ * leader (QUORUM: q arrived; MAJORITY: the initiator is silent, which covers
+ * the leader's own rounds), never for a synchronous, flush or free round;
+ * the round names the rank it is started for (the leader for QUORUM, the
+ * initiator for MAJORITY) and is flagged STANDIN.  Several ranks may decide
+ * so at once, and the leader too if it was only slow: the first activation
+ * counts. */
+int pc_leader_decide_stand_in(pc_leader_t *l, pc_elsewhere_fn silent, void *arg, pc_decision_t *d);
 
 /* For stall reports: the ranks that a rank arrived as `type` (PC_ARR_*; for
  * WAIT, for round `round`) still waits for, as far as the leader knows, as a

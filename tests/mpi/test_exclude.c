@@ -41,8 +41,11 @@
  * above: it is left out by the deputy, and comes back in a view of rank 0
  * (its JOIN goes on to rank 0) or of the deputy, which keeps what it is
  * owed either way.  MAJORITY's rounds whose initiator is rank 0 (its leader)
- * are started by the ranks that wait for them.  The same checks, and every
- * other rank completes calls while rank 0 is stopped (5 at least, in 0.8 s).
+ * or the stopped rank P - 1 are started by the ranks that wait for them,
+ * and a QUORUM(2) object runs too: its rounds are counted by the waiting
+ * ranks, which share their arrivals while the leader is silent.  The same
+ * checks, and every other rank completes calls while rank 0 is stopped (5
+ * at least, in 0.8 s).
  * With the argument "churn": nobody stops, PCOLL_EXCLUDE_MS=1 and ranks
  * spin 0-3 ms between calls instead of sleeping, so that busy ranks are
  * taken for silent, left out and taken back again and again (on an
@@ -184,6 +187,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     pcoll_partial_config_t cfg;
     pcoll_partial_config_default(&cfg);
     cfg.kind = kind;
+    cfg.quorum = 2;
     pcoll_partial_t *p;
     CHECK_RC(pcoll_partial_create(ctx, COUNT, PCOLL_FLOAT64, &cfg, &p));
     static double mine[COUNT], out[COUNT], total[COUNT];
@@ -353,6 +357,7 @@ int main(int argc, char **argv)
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     run(ctx, PCOLL_PARTIAL_SOLO);
     run(ctx, PCOLL_PARTIAL_MAJORITY);
+    if (coord) run(ctx, PCOLL_PARTIAL_QUORUM);
     run_group(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_exclude: %ld checks passed at rank 0\n", (long)tu_checks_);

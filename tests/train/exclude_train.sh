@@ -7,8 +7,8 @@
 # the rounds it missed are skipped, delivered as its own model), every step
 # must run, and every gradient must be delivered once at every rank.
 # Then ranks 1 and 2 stopped at the same step (solo, both data phases),
-# and rank 0 alone (majority in both data phases; test_exclude coordinator
-# stops it in every kind by messages).
+# and rank 0 alone (majority and quorum:2 in both data phases;
+# test_exclude coordinator stops it in every kind by messages).
 # `timeout` turns a hang into a failure.  The solo run's timeline must show the rounds that left
 # rank 1 out at the others and its catch-up at rank 1, pcoll-trace must
 # merge it, and its report must name rank 1 (and only it) as left out and
@@ -93,6 +93,9 @@ INJECT=stop:1,2:60:2 run messages solo
 INJECT=stop:1,2:60:2 run shm solo
 # rank 0 stopped: the views' coordinator (by messages its deputy takes
 # over) and the leader (the ranks waiting for a MAJORITY round it
-# initiates start it)
+# initiates start it; QUORUM's waiting ranks share their arrivals and
+# count the quorum themselves)
 INJECT=stop:0:60:2 run messages majority
 INJECT=stop:0:60:2 run shm majority
+INJECT=stop:0:60:2 run messages quorum:2
+INJECT=stop:0:60:2 run shm quorum:2

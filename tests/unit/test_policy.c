@@ -3,8 +3,10 @@
  * decisions out.
  *   - initiator(r): every rank exactly once per block of P rounds, the same
  *     for the same seed, P = 1..64;
- *   - synchronous rounds, the call's step, what an arriving rank does, and
- *     when it starts a MAJORITY round for a silent leader (its own rounds);
+ *   - synchronous rounds, the call's step, what an arriving rank does;
+ *   - without the leader: which ranks count and share arrivals, and what
+ *     a rank's own counter decides (QUORUM's shared arrivals, MAJORITY's
+ *     silent initiators, never a synchronous round);
  *   - the leader: QUORUM counts arrivals (and parked ranks, listed in the
  *     counted bitmap), MAJORITY stands in only for a parked initiator, a
  *     synchronous round waits for everyone, flush and free rounds need all
@@ -83,30 +85,6 @@ static void test_rules(void)
         int init = pc_policy_initiator(&p, r, scratch);
         for (int me = 0; me < 4; me++)
             CHECK(pc_policy_arrival(&p, me, r, scratch) == (me == init ? PC_ARRIVE_START : PC_ARRIVE_LEADER));
-    }
-}
-
-/* Who starts a round on behalf of a silent leader: any other rank that
- * waits for a MAJORITY round whose initiator is the leader, not a
- * synchronous one; nobody in the other kinds, nor for another initiator's
- * round (the leader stands in for those). */
-static void test_stand_in_for_leader(void)
-{
-    int scratch[8];
-    pc_policy_t p = pol(PCOLL_PARTIAL_MAJORITY, 5, 1, 4, 3);
-    int own = 0;
-    for (uint64_t r = 0; r < 40; r++) {
-        int init = pc_policy_initiator(&p, r, scratch), sync = pc_policy_is_sync(&p, r);
-        own += init == PC_LEADER && !sync;
-        for (int me = 0; me < 5; me++)
-            CHECK(pc_policy_stands_in_for_leader(&p, me, r, scratch) == (me != PC_LEADER && init == PC_LEADER && !sync));
-    }
-    CHECK(own > 0); /* the case came up */
-    pcoll_partial_kind_t others[] = {PCOLL_PARTIAL_SOLO, PCOLL_PARTIAL_QUORUM, PCOLL_PARTIAL_GROUP};
-    for (int k = 0; k < 3; k++) {
-        p = pol(others[k], 5, 2, 0, 3);
-        for (uint64_t r = 0; r < 10; r++)
-            for (int me = 0; me < 5; me++) CHECK(!pc_policy_stands_in_for_leader(&p, me, r, scratch));
     }
 }
 
@@ -275,6 +253,95 @@ static void test_silent(void)
     pc_leader_destroy(&l);
 }
 
+/* Without the leader: who counts (any other rank, MAJORITY and QUORUM,
+ * not synchronous rounds), who shares its arrival (QUORUM), and what a
+ * rank's counter decides. */
+static void test_without_leader(void)
+{
+    int scratch[8];
+    pc_decision_t d;
+    memset(silent_set, 0, sizeof silent_set);
+    pcoll_partial_kind_t kinds[] = {PCOLL_PARTIAL_SOLO, PCOLL_PARTIAL_MAJORITY, PCOLL_PARTIAL_QUORUM,
+                                    PCOLL_PARTIAL_GROUP};
+    for (int k = 0; k < 4; k++) {
+        pc_policy_t p = pol(kinds[k], 5, 2, 4, 3);
+        int counts = kinds[k] == PCOLL_PARTIAL_MAJORITY || kinds[k] == PCOLL_PARTIAL_QUORUM;
+        CHECK(pc_policy_shares_arrivals(&p) == (kinds[k] == PCOLL_PARTIAL_QUORUM));
+        for (uint64_t r = 0; r < 12; r++)
+            for (int me = 0; me < 5; me++)
+                CHECK(pc_policy_counts_without_leader(&p, me, r) ==
+                      (counts && me != PC_LEADER && !pc_policy_is_sync(&p, r)));
+    }
+
+    /* QUORUM(3) of 5, the leader silent: ranks 1, 2, 3 wait for round 0 and
+     * share their arrivals; counter c[x] is rank x's */
+    pc_policy_t p = pol(PCOLL_PARTIAL_QUORUM, 5, 3, 3, 1); /* round 2 synchronous */
+    pc_leader_t c[5];
+    for (int x = 1; x < 5; x++) CHECK(pc_leader_init(&c[x], &p) == 0);
+    memset(silent_set, 0, sizeof silent_set);
+    silent_set[PC_LEADER] = 1;
+    CHECK(pc_leader_arrival(&c[1], PC_ARR_WAIT, 1, 0) == 0);
+    CHECK(!pc_leader_decide_stand_in(&c[1], silent_fn, NULL, &d)); /* 1 of 3 */
+    for (int x = 2; x < 5; x++) CHECK(pc_leader_arrival(&c[x], PC_ARR_WAIT, 1, 0) == 0);
+    CHECK(pc_leader_arrival(&c[2], PC_ARR_WAIT, 2, 0) == 0);
+    CHECK(!pc_leader_decide_stand_in(&c[2], silent_fn, NULL, &d)); /* 2 of 3 */
+    for (int x = 1; x < 5; x++)
+        if (x != 2) CHECK(pc_leader_arrival(&c[x], PC_ARR_WAIT, 2, 0) == 0);
+    CHECK(!pc_leader_decide_stand_in(&c[4], silent_fn, NULL, &d)); /* rank 4 knows of 2 */
+    CHECK(pc_leader_arrival(&c[3], PC_ARR_WAIT, 3, 0) == 0);
+    CHECK(pc_leader_decide_stand_in(&c[3], silent_fn, NULL, &d));
+    CHECK(d.round == 0 && d.root == PC_LEADER && d.flags == PC_ROUND_STANDIN && !d.counted);
+    for (int x = 1; x < 5; x++)
+        if (x != 3) CHECK(pc_leader_arrival(&c[x], PC_ARR_WAIT, 3, 0) == 0);
+    /* rank 4, which does not wait itself, may start it too: the first counts */
+    CHECK(pc_leader_decide_stand_in(&c[4], silent_fn, NULL, &d) && d.round == 0);
+    for (int x = 1; x < 5; x++) {
+        pc_leader_activated(&c[x], 0, PC_ROUND_STANDIN);
+        CHECK(!pc_leader_decide_stand_in(&c[x], silent_fn, NULL, &d)); /* nobody waits for round 1 */
+    }
+    /* an arrival for round 1 shared before round 0 reached rank 4: kept */
+    pc_leader_t late;
+    CHECK(pc_leader_init(&late, &p) == 0);
+    CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, 1, 1) == 0);
+    CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, 2, 1) == 0);
+    CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, 3, 1) == 0);
+    CHECK(!pc_leader_decide_stand_in(&late, silent_fn, NULL, &d)); /* round 0 not seen here */
+    pc_leader_activated(&late, 0, 0);
+    CHECK(pc_leader_decide_stand_in(&late, silent_fn, NULL, &d) && d.round == 1);
+    pc_leader_activated(&late, 1, PC_ROUND_STANDIN);
+    /* synchronous round 2: every rank but the silent leader waits; nobody starts it */
+    for (int x = 1; x < 5; x++) CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, x, 2) == 0);
+    CHECK(!pc_leader_decide_stand_in(&late, silent_fn, NULL, &d));
+    pc_leader_destroy(&late);
+    for (int x = 1; x < 5; x++) pc_leader_destroy(&c[x]);
+
+    /* MAJORITY: a waiting rank's counter starts a round whose initiator is
+     * silent, the leader or another; not one of a live initiator */
+    p = pol(PCOLL_PARTIAL_MAJORITY, 5, 1, 0, 11);
+    int seen_leader = 0, seen_other = 0;
+    for (uint64_t r = 0; r < 20; r++) {
+        int init = pc_policy_initiator(&p, r, scratch), me = init == 1 ? 2 : 1;
+        pc_leader_t l;
+        CHECK(pc_leader_init(&l, &p) == 0);
+        if (r > 0) pc_leader_activated(&l, r - 1, 0);
+        CHECK(pc_leader_arrival(&l, PC_ARR_WAIT, me, r) == 0);
+        memset(silent_set, 0, sizeof silent_set);
+        silent_set[PC_LEADER] = 1;
+        int expect = init == PC_LEADER;
+        CHECK(pc_leader_decide_stand_in(&l, silent_fn, NULL, &d) == expect);
+        if (expect) CHECK(d.round == r && d.root == PC_LEADER && d.flags == PC_ROUND_STANDIN);
+        seen_leader += expect;
+        if (init != PC_LEADER) {
+            silent_set[init] = 1;
+            CHECK(pc_leader_decide_stand_in(&l, silent_fn, NULL, &d) && d.root == init && d.round == r);
+            seen_other++;
+        }
+        pc_leader_destroy(&l);
+    }
+    CHECK(seen_leader > 0 && seen_other > 0); /* both cases came up */
+    memset(silent_set, 0, sizeof silent_set);
+}
+
 static void test_sync_flush_free(void)
 {
     pc_leader_t l;
@@ -379,11 +446,11 @@ int main(void)
 {
     test_initiator();
     test_rules();
-    test_stand_in_for_leader();
     test_quorum();
     test_early_arrivals();
     test_majority();
     test_silent();
+    test_without_leader();
     test_sync_flush_free();
     test_random();
     printf("test_policy: %ld checks passed (%ld random decisions)\n", checks, decisions);
