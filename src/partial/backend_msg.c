@@ -168,8 +168,11 @@ static int msg_activate(pc_backend_t *b, uint64_t round, int root, uint32_t flag
              * while it was stopped, and has yet to learn it): dropped, the
              * others go on without it (and decide again when it is back) */
             if (from_link < 0 && m->excluding) {
-                PC_DEBUG("partial ch%u: round %llu not started here: round %llu is still open", env->obj->channel,
-                         (unsigned long long)round, (unsigned long long)s->round);
+                if (!m->lag_logged++)
+                    pc_log(PCOLL_LOG_INFO,
+                           "partial ch%u: round %llu not started here: this rank's round %llu is still open (its "
+                           "rounds lag a view behind the others'; logged once per object)",
+                           env->obj->channel, (unsigned long long)round, (unsigned long long)s->round);
                 return 0;
             }
             /* more rounds open than the policy's window: a bug, which fails

@@ -90,6 +90,7 @@ typedef struct msg_backend {
     /* ---- rounds without a silent rank (backend_msg_view.c); the token
      * holder's unless marked ---- */
     int excluding;             /* PCOLL_EXCLUDE_MS > 0, P >= 2, not ACCUMULATE rounds in groups */
+    int lag_logged;            /* (H) a local activation was dropped (msg_activate) */
     int skipping;              /* rounds in groups: a view change skips (regroup.h) */
     uint32_t epoch;            /* the view: its number */
     pc_backoff_t backoff;      /* the limit in use (backoff.h; its shift comes in the

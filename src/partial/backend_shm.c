@@ -730,8 +730,10 @@ static int activate_hook(void *arg, uint64_t r, int root, uint32_t flags, const 
 static void shm_kick(pc_backend_t *b) { poll_rounds(S(b)); }
 
 /* The token holder (backend.h): whether rank's progress engine is silent:
- * results are being kept for it, or (probe) it has left a ping unanswered
- * for PCOLL_EXCLUDE_MS.  Ranks of other nodes: not known here. */
+ * results are being kept for it, or it has left a ping unanswered for
+ * PCOLL_EXCLUDE_MS (probe: asks it again once it answered, and looks;
+ * else the verdict of the last look, while that ping is unanswered).
+ * Ranks of other nodes: not known here. */
 static int shm_silent(pc_backend_t *b, int rank, int probe)
 {
     shm_backend_t *s = S(b);
@@ -740,7 +742,9 @@ static int shm_silent(pc_backend_t *b, int rank, int probe)
     if (!s->owing || !here || rank == s->me) return 0;
     rank_ctl_t *c = ctl_of(s, rank);
     if (atomic_load(&c->consumed) & CONS_OWED) return 1;
-    if (!probe) return 0;
+    if (!probe)
+        return s->pinged[rank] != 0 && atomic_load(&c->pong) < s->pinged[rank] &&
+               pc_silence_reached(s->ping_wait[rank], (uint32_t)s->pinged[rank], s->exclude_ms);
     if (s->pinged[rank] == 0 || atomic_load(&c->pong) >= s->pinged[rank]) { /* answered: ask again */
         s->pinged[rank] = atomic_fetch_add(&c->ping, 1) + 1;
         kick(s, rank);

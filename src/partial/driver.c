@@ -140,7 +140,10 @@ static void decide_stand_in(pcoll_partial_t *p)
 {
     if (p->is_leader || !p->counting || p->finishing) return;
     catch_up(p); /* node-shared memory: rounds others started */
-    if (!pc_leader_has_waiters(&p->leader)) return;
+    /* only while the leader is silent here too: back, it decides (a flush
+     * round among them), and a late shared arrival must not start that
+     * round as a plain one */
+    if (!pc_leader_has_waiters(&p->leader) || !silent(p, PC_LEADER)) return;
     pc_decision_t d;
     if (pc_leader_decide_stand_in(&p->leader, silent, p, &d)) activate(p, d.round, d.root, d.flags, NULL);
 }
@@ -381,6 +384,7 @@ static void arrive_run(pc_engine_t *e, void *arg)
     free(t);
     if (type != 0) { /* the leader must not pick a round this rank knows started */
         p->arrived = 0; /* a flush or free waits now: no stand-in (its round is the leader's) */
+        if (p->counting && !p->is_leader) pc_leader_withdraw(&p->leader, p->me);
         tell_leader(p, type, p->be->ops->activated(p->be));
         return;
     }

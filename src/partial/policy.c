@@ -156,6 +156,13 @@ int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round)
     }
 }
 
+void pc_leader_withdraw(pc_leader_t *l, int rank)
+{
+    if (rank < 0 || rank >= l->pol.P) return;
+    l->wait_for[rank] = 0;
+    set(&l->waiting[rank], &l->nwaiting, 0);
+}
+
 void pc_leader_activated(pc_leader_t *l, uint64_t round, uint32_t flags)
 {
     if (round < l->next) return;
@@ -252,7 +259,6 @@ int pc_leader_decide_stand_in(pc_leader_t *l, pc_elsewhere_fn silent, void *arg,
         (d->flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE)))
         return 0;
     d->flags |= PC_ROUND_STANDIN;
-    d->counted = NULL;
     return 1;
 }
 

@@ -137,6 +137,9 @@ void pc_leader_destroy(pc_leader_t *l);
  * is kept until `next` reaches it.  Returns PCOLL_SUCCESS, or
  * PCOLL_ERR_INTERNAL if the event is impossible (no such rank or type). */
 int pc_leader_arrival(pc_leader_t *l, int type, int rank, uint64_t round);
+/* Rank `rank` no longer waits for a round (it flushes or frees now): its
+ * WAIT is forgotten (a rank's own counter, pc_leader_decide_stand_in). */
+void pc_leader_withdraw(pc_leader_t *l, int rank);
 /* Round `round` is activated (by anyone), with these flags. */
 void pc_leader_activated(pc_leader_t *l, uint64_t round, uint32_t flags);
 

@@ -309,9 +309,28 @@ static void test_without_leader(void)
     pc_leader_activated(&late, 0, 0);
     CHECK(pc_leader_decide_stand_in(&late, silent_fn, NULL, &d) && d.round == 1);
     pc_leader_activated(&late, 1, PC_ROUND_STANDIN);
-    /* synchronous round 2: every rank but the silent leader waits; nobody starts it */
-    for (int x = 1; x < 5; x++) CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, x, 2) == 0);
+    /* synchronous round 2: never started on the leader's behalf, even with
+     * every rank's arrival known (the leader would start it: SYNC) */
+    for (int x = 0; x < 5; x++) CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, x, 2) == 0);
+    CHECK(pc_leader_decide_silent(&late, PC_LEADER, NULL, silent_fn, NULL, &d) && (d.flags & PC_ROUND_SYNC));
     CHECK(!pc_leader_decide_stand_in(&late, silent_fn, NULL, &d));
+    pc_leader_activated(&late, 2, PC_ROUND_SYNC);
+    /* nor a flush round: every rank flushing (round 3 is not synchronous) */
+    for (int x = 0; x < 5; x++) CHECK(pc_leader_arrival(&late, PC_ARR_FLUSH, x, 3) == 0);
+    CHECK(pc_leader_decide_silent(&late, PC_LEADER, NULL, silent_fn, NULL, &d) && (d.flags & PC_ROUND_FLUSH));
+    CHECK(!pc_leader_decide_stand_in(&late, silent_fn, NULL, &d));
+    pc_leader_destroy(&late);
+    /* a rank that flushes now withdraws its own WAIT: no quorum with it */
+    CHECK(pc_leader_init(&late, &p) == 0);
+    CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, 1, 0) == 0);
+    CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, 2, 0) == 0);
+    pc_leader_withdraw(&late, 2);
+    CHECK(!pc_leader_has_waiters(&late) || late.nwaiting == 1);
+    CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, 3, 0) == 0);
+    CHECK(!pc_leader_decide_stand_in(&late, silent_fn, NULL, &d)); /* 1 and 3: 2 of 3 */
+    CHECK(pc_leader_arrival(&late, PC_ARR_WAIT, 4, 0) == 0);
+    CHECK(pc_leader_decide_stand_in(&late, silent_fn, NULL, &d) && d.round == 0);
+    pc_leader_withdraw(&late, 7); /* no such rank: ignored */
     pc_leader_destroy(&late);
     for (int x = 1; x < 5; x++) pc_leader_destroy(&c[x]);
 
