@@ -120,7 +120,9 @@ typedef struct rank_ctl {
 #define CONS_BUSY ((uint64_t)1 << 62)  /* the rank copies it */
 #define CONS_STEAL ((uint64_t)1 << 61) /* another rank keeps it for the rank */
 #define CONS_OWED ((uint64_t)1 << 60)  /* rounds are kept in its owed buffer */
-#define CONS_COUNT(v) ((v) & (CONS_OWED - 1))
+#define CONS_DELIVERING ((uint64_t)1 << 59) /* it copied the rounds < count and
+                                              delivers them (observer, application) */
+#define CONS_COUNT(v) ((v) & (CONS_DELIVERING - 1))
 
 /* what a round is: written at activation, copied with the result */
 typedef struct record {
@@ -170,6 +172,8 @@ typedef struct shm_backend {
     uint64_t *ping_wait; /* and how long it has waited for the answer (silence.h) */
     int *sum_members; /* the summer's (one at a time: rounds are summed in order) */
     int *own_members; /* the token holder's */
+    unsigned char *left_out_copy; /* the token holder's: a round's left-out
+                                     ranks, copied with its result */
     /* token holder */
     uint64_t completed; /* rounds handed to the driver */
     uint64_t forwarded; /* node leader: activations passed to the other nodes */
@@ -385,12 +389,16 @@ static void sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int
  *     result of c into its owed buffer, consumed[j] = (c + 1) | OWED
  *   j copying a result itself: consumed[j] c -> c | BUSY first (a CAS:
  *     exactly one of them handles round c), or, finding OWED, takes the
- *     owed buffer as one catch-up delivery of the rounds kept
+ *     owed buffer as one catch-up delivery of the rounds kept; copied,
+ *     consumed[j] = (c + 1) | DELIVERING while it delivers (observer,
+ *     application), then the flag goes: a slot waits for a live rank's
+ *     delivery, not for a silent one's (it has its copy), and a later
+ *     round can be kept for it meanwhile
  *
  * A rank's published part is taken as it stands meanwhile (its pending
  * contribution, or nothing), as for any late rank.  A rank stopped in the
- * middle of a step (adding, taking a part, summing) still holds its round
- * up until it goes on: nothing is lost either way. */
+ * middle of a step (adding, taking a part, summing, copying a result) still
+ * holds its round up until it goes on: nothing is lost either way. */
 
 static uint32_t clock_ms(void)
 {
@@ -460,7 +468,10 @@ static int go_without(shm_backend_t *s, uint64_t r)
     for (int i = 0; i < s->nlocal; i++) {
         int j = s->local[i];
         uint64_t v = atomic_load(&ctl_of(s, j)->consumed);
-        if (CONS_COUNT(v) >= r - 1) continue;
+        if (CONS_COUNT(v) >= r - 1) { /* copied: its delivery waits no longer once it is silent */
+            if (v & CONS_DELIVERING) clear &= j != s->me && timed && PC_SHM_MAY_KEEP(j);
+            continue;
+        }
         /* this rank is alive: its poller copies the result (it was kicked) */
         clear &= j != s->me && ((v & CONS_OWED) || timed) && PC_SHM_MAY_KEEP(j) && keep_for(s, j, r - 2);
     }
@@ -477,8 +488,10 @@ static int try_sum(shm_backend_t *s, uint64_t r)
     if (atomic_load(&nc->parts[slot]) < (unsigned)s->nlocal) return 0;
     if (r >= 2) { /* the slot holds round r - 2 until every rank has copied it */
         int clear = 1;
-        for (int i = 0; i < s->nlocal; i++)
-            clear &= CONS_COUNT(atomic_load(&ctl_of(s, s->local[i])->consumed)) >= r - 1;
+        for (int i = 0; i < s->nlocal; i++) {
+            uint64_t v = atomic_load(&ctl_of(s, s->local[i])->consumed);
+            clear &= CONS_COUNT(v) >= r - 1 && !(v & CONS_DELIVERING);
+        }
         if (!clear) {
             /* the first to find round r blocked wakes those behind (once:
              * each then copies, helps, and the last of them sums) */
@@ -565,8 +578,12 @@ static void consume(shm_backend_t *s, uint64_t c, void *buf, pc_round_done_t *d)
         pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
                (unsigned long long)h->round);
     memcpy(buf, sum_of(s, leader_of(s, c, h->flags, s->me, s->own_members), (int)(c % 2)), s->base.env.bytes);
+    /* the slot may be summed into again while the round is delivered here
+     * (this rank silent meanwhile: poll_rounds), so nothing points into it */
+    const unsigned char *bits = left_out_bits(s, res);
+    if (bits) memcpy(s->left_out_copy, bits, s->base.env.bitmap_bytes);
     *d = (pc_round_done_t){.first = c, .round = c, .root = h->root, .flags = h->flags, .parked = bit_of(s, res, s->me),
-                           .left_out = left_out_bits(s, res)};
+                           .left_out = bits ? s->left_out_copy : NULL};
 }
 
 /* Claims the next round's result for this rank to copy (0), or finds that
@@ -651,12 +668,22 @@ static int poll_rounds(shm_backend_t *s)
                 consume(s, c, buf, &d);
             }
             s->completed = d.round + 1;
+            rank_ctl_t *mine = ctl_of(s, s->me);
+            /* copied: a rank stopped while it delivers (its application
+             * woken by the delivery raises SIGSTOP just then, as a
+             * debugger's or a scheduler's stop lands at a system call's
+             * end) no longer holds the slot from the others once it is
+             * silent (go_without); a live one still does (below) */
+            if (s->owing) atomic_store(&mine->consumed, s->completed | CONS_DELIVERING);
+            PC_SHM_INTERLEAVE("copied");
             env->completed(env->owner, &d, buf); /* may close us (the last round) */
             PC_SHM_INTERLEAVE("completed");
             /* the slot may be summed into again: after the round's observer
              * and delivery, so that whatever another rank sees of a later
-             * round comes after them */
-            atomic_store(&ctl_of(s, s->me)->consumed, d.round + 1);
+             * round comes after them (a rank that kept a later round for
+             * this one meanwhile cleared the flag with its own count) */
+            if (s->owing) atomic_fetch_and(&mine->consumed, ~CONS_DELIVERING);
+            else atomic_store(&mine->consumed, d.round + 1);
             did++;
         }
         /* returns at once unless a round runs; a round it summed is
@@ -755,11 +782,15 @@ static int shm_silent(pc_backend_t *b, int rank, int probe)
 }
 
 /* A waiting thread's look (backend.h): a round blocked on a silent rank
- * goes on without it from here; this rank's holder completes it. */
+ * goes on without it from here; this rank's holder completes it, and any
+ * round done that it has not copied: the rank that published it kicks the
+ * ranks one by one, and a SIGSTOP lands at the end of a system call, so it
+ * may stop between two kicks (this rank's wake-up lost until it goes on). */
 static void shm_nudge(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
-    if (help(s)) s->sig.mark(s->sig.arg);
+    uint64_t copied = CONS_COUNT(atomic_load(&ctl_of(s, s->me)->consumed));
+    if (help(s) || atomic_load(&s->nc->done) > copied) s->sig.mark(s->sig.arg);
 }
 
 static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
@@ -829,6 +860,7 @@ static void release(shm_backend_t *s)
     pc_internode_destroy(s->net);
     free(s->sum_members);
     free(s->own_members);
+    free(s->left_out_copy);
     free(s->pinged);
     free(s->ping_wait);
     free(s->local);
@@ -930,7 +962,9 @@ static shm_backend_t *new_backend(const pc_backend_env_t *env)
     s->leaders = malloc(sizeof(int) * (size_t)env->P);
     s->pinged = calloc((size_t)env->P, sizeof(uint64_t));
     s->ping_wait = calloc((size_t)env->P, sizeof(uint64_t));
-    if (!s->sum_members || !s->own_members || !s->local || !s->leaders || !s->pinged || !s->ping_wait) {
+    s->left_out_copy = malloc(env->bitmap_bytes);
+    if (!s->sum_members || !s->own_members || !s->local || !s->leaders || !s->pinged || !s->ping_wait ||
+        !s->left_out_copy) {
         release(s);
         return NULL;
     }

@@ -49,9 +49,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static void interleave(void);
+static void interleave(const char *where);
 static int may_keep(int rank);
-#define PC_SHM_INTERLEAVE(where) interleave()
+#define PC_SHM_INTERLEAVE(where) interleave(where)
 #define PC_SHM_MAY_KEEP(rank) may_keep(rank)
 #include "partial/backend_shm.c"
 
@@ -88,20 +88,30 @@ static int may_keep(int rank) { return atomic_load(&frozen) == rank || atomic_lo
 static atomic_int frozen_mid_step; /* 1: at any step of the protocol; 0: only between
                                        them (a process stopped in its own work) */
 
+static atomic_int frozen_delivering; /* 1: the holder stops only once it copied a
+                                        result (its application between steps),
+                                        as a process whose application thread,
+                                        woken by the delivery, raises SIGSTOP */
+static atomic_int parked_delivering = -1; /* the rank whose holder stopped there */
+
 /* a frozen rank's threads wait here until it is let go (mid_step: a point
- * inside a step of the protocol) */
-static void stop_if_frozen(int mid_step)
+ * inside a step of the protocol, `where`) */
+static void stop_if_frozen(int mid_step, const char *where)
 {
-    if (mid_step && !atomic_load(&frozen_mid_step)) return;
-    while (my_rank >= 0 && atomic_load(&frozen) == my_rank) {
+    int at_delivery = where && strcmp(where, "copied") == 0;
+    if (!mid_step && where && atomic_load(&frozen_delivering)) return; /* the holder runs on to its delivery */
+    if (mid_step && (atomic_load(&frozen_delivering) ? !at_delivery : !atomic_load(&frozen_mid_step))) return;
+    if (my_rank < 0 || atomic_load(&frozen) != my_rank) return;
+    if (at_delivery) atomic_store(&parked_delivering, my_rank);
+    while (atomic_load(&frozen) == my_rank) {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
     }
 }
 
-static void interleave(void)
+static void interleave(const char *where)
 {
-    stop_if_frozen(1);
+    stop_if_frozen(1, where);
     unsigned r = rnd() % 64;
     if (r < 16)
         sched_yield();
@@ -173,6 +183,7 @@ static void env_activated(void *owner, uint64_t round, int root, uint32_t flags)
     (void)flags;
 }
 static atomic_llong catch_ups, left_outs;
+static int delivering_freezes; /* freezes in a delivery that were checked */
 static atomic_int freezes, freezes_wanted; /* an application ends only after that many */
 
 static void env_completed(void *owner, const pc_round_done_t *d, void *buf)
@@ -236,7 +247,7 @@ static void *app_thread(void *arg)
     rng_state = 1000u + (unsigned)rk->me;
     double *v = calloc(COUNT, sizeof(double));
     for (int k = 0; k < K; k++) {
-        stop_if_frozen(0);
+        stop_if_frozen(0, NULL);
         double x = (double)(rk->me * K + k + 1);
         for (int i = rk->me; i < COUNT; i += P) v[i] = x;
         rk->b->ops->contribute(rk->b, v, choose_waiting, NULL);
@@ -275,7 +286,7 @@ static void *holder_thread(void *arg)
     TCHECK(atomic_load(&rk->listening));
     int final_mine = 0;
     while (!atomic_load(&stop_holders)) {
-        stop_if_frozen(0);
+        stop_if_frozen(0, "holder");
         if (atomic_exchange(&rk->kicked, 0)) b->ops->kick(b);
         /* as a waiting application would, every so often */
         if (rk->env.exclude_ns && rnd() % 16 == 0) b->ops->nudge(b);
@@ -406,9 +417,33 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                 int x = (int)(rnd() % (unsigned)P);
                 atomic_store(&thawing, x);
                 atomic_store(&frozen_mid_step, atomic_load(&freezes) % 2); /* half of them between steps */
+                /* every third: stopped while it delivers a result */
+                atomic_store(&frozen_delivering, atomic_load(&freezes) % 3 == 2);
+                atomic_store(&parked_delivering, -1);
                 atomic_store(&frozen, x);
                 struct timespec f = {0, freeze_ms * 1000000L};
                 nanosleep(&f, NULL);
+                if (atomic_load(&frozen_delivering)) {
+                    /* once it is there, the others' rounds go on without it
+                     * (its slot is not held for a silent rank's delivery) */
+                    for (int w = 0; w < 200 && atomic_load(&parked_delivering) != x; w++) nanosleep(&f, NULL);
+                    if (atomic_load(&parked_delivering) == x) {
+                        unsigned long long before[MAXP], grew = 0;
+                        for (int o = 0; o < P; o++) before[o] = atomic_load(&ranks[o].completed);
+                        for (int w = 0; w < 400 && grew < 3; w++) {
+                            nanosleep(&f, NULL);
+                            for (int o = 0; o < P; o++)
+                                if (o != x && atomic_load(&ranks[o].completed) - before[o] > grew)
+                                    grew = atomic_load(&ranks[o].completed) - before[o];
+                            if (atomic_load(&ranks[(x + 1) % P].app_done)) break;
+                        }
+                        if (!atomic_load(&ranks[(x + 1) % P].app_done)) {
+                            CHECK(grew >= 3);
+                            delivering_freezes++;
+                        }
+                    }
+                    atomic_store(&frozen_delivering, 0);
+                }
                 atomic_store(&frozen, -1);
                 /* one silent rank at a time: the next freeze waits until
                  * this one took what was kept for it */
@@ -527,6 +562,8 @@ int main(int argc, char **argv)
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO, 10);
     run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM, 10);
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP, 10);
-    printf("test_shm_protocol: %ld checks passed\n", checks);
+    CHECK(delivering_freezes > 0); /* the case came up */
+    printf("test_shm_protocol: %ld checks passed; %d ranks stopped while delivering, the others went on\n", checks,
+           delivering_freezes);
     return 0;
 }
