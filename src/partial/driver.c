@@ -561,6 +561,21 @@ void pc_driver_describe(pcoll_partial_t *p, int type, uint64_t round, pc_stall_p
     const char *why = type == PC_ARR_FLUSH ? "has not called pcoll_partial_flush"
                       : type == PC_ARR_FREE ? "has not called pcoll_partial_free"
                                             : "has not arrived for the round";
+    if (type == 0 && p->counting && pc_policy_counts_without_leader(&p->policy, p->me, round) &&
+        silent(p, PC_LEADER)) { /* this rank counts for the silent leader: what its counter lacks */
+        pc_probe_what_add(probe, "the leader (rank %d) is silent: the ranks that wait start the round", PC_LEADER);
+        unsigned char *missing = calloc(p->bitmap_bytes, 1);
+        if (!missing) return;
+        catch_up(p);
+        pc_leader_missing(&p->leader, PC_ARR_WAIT, round, NULL, p, missing);
+        for (int r = 0; r < p->P; r++)
+            if (r != p->me && pc_bit_get(missing, r))
+                pc_probe_suspect(probe, r, p->cfg.kind == PCOLL_PARTIAL_QUORUM ? "has not said it waits for the round"
+                                                                             : "it initiates this round",
+                                 PC_WHY_CAUSE);
+        free(missing);
+        return;
+    }
     if (type == 0 && !pc_policy_is_sync(&p->policy, round) && p->cfg.kind != PCOLL_PARTIAL_QUORUM) {
         starter = pc_policy_initiator(&p->policy, round, p->scratch);
         q.what = Q_ACTIVATED;

@@ -40,9 +40,9 @@ int pc_driver_arrive(pcoll_partial_t *p, int type, uint64_t round, int quiet);
 /* Application thread, waiting for a round every PC_SILENCE_NUDGES-th of PCOLL_EXCLUDE_MS:
  * the backend looks for rounds held up by a silent rank; a MAJORITY leader
  * asks the initiator it waits for whether it is alive (and stands in for it
- * once it has been silent that long); another MAJORITY rank, waiting for a
- * round the leader initiates, asks whether the leader is (and starts the
- * round once it is silent). */
+ * once it has been silent that long); another MAJORITY or QUORUM rank asks
+ * whether the leader is (and, once it is silent, counts arrivals itself:
+ * driver.c, "without the leader"). */
 void pc_driver_nudge(pcoll_partial_t *p);
 
 /* Stall report (holder): what a call waiting for `round` (type 0), a
