@@ -124,6 +124,12 @@ typedef struct rank_ctl {
                                               delivers them (observer, application) */
 #define CONS_COUNT(v) ((v) & (CONS_DELIVERING - 1))
 
+/* sum_claimed: rounds claimed, the rank that claimed the last, its buffer */
+#define CLAIM(rounds, rank, buf) ((uint64_t)(rounds) << 20 | (uint64_t)(rank) << 1 | (uint64_t)(buf))
+#define CLAIM_ROUNDS(v) ((v) >> 20)
+#define CLAIM_RANK(v) ((int)(((v) >> 1) & 0x7FFFF))
+#define CLAIM_BUF(v) ((int)((v)&1))
+
 /* what a round is: written at activation, copied with the result */
 typedef struct record {
     uint64_t round;
@@ -141,13 +147,22 @@ typedef struct node_ctl {
     char pad1[LINE - sizeof(atomic_ullong)];
     atomic_ullong done;        /* rounds whose result is complete */
     atomic_ullong summed;      /* rounds whose node sum is complete (= done on one node) */
-    atomic_ullong sum_claimed; /* rounds whose sum someone took on */
+    atomic_ullong sum_claimed; /* rounds whose sum someone took on, its summer and buffer: CLAIM */
     atomic_uint parts[2];      /* parts taken for the slot's round */
     atomic_ullong owner[2];    /* the slot's record is (being) written for owner - 1 */
     atomic_ullong blocked;     /* rounds whose blocked sum woke the ranks behind */
     char pad2[LINE - 6 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
     atomic_ullong blocked_for; /* how long a round has been blocked (silence.h; what: round + 1) */
     char pad3[LINE - sizeof(atomic_ullong)];
+    /* a sum whose summer stopped is summed again (try_sum): two result
+     * buffers per slot, when `spare` */
+    atomic_ullong pub[2];      /* (round + 1) << 1 | the buffer that holds the slot's result */
+    atomic_ullong stolen;      /* rounds whose stopped sum was taken over */
+    atomic_ullong sum_stuck;   /* how long a claimed sum has not come (silence.h; what: round + 1) */
+    atomic_ullong stealing;    /* round + 1 whose deposits a take-over reads (0: none):
+                                  no part of a later round is taken meanwhile */
+    atomic_uint taint[2];      /* the slot's buffers a stopped summer may still write (bits) */
+    char pad4[LINE - 5 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
 } node_ctl_t;
 
 typedef struct shm_backend {
@@ -163,7 +178,12 @@ typedef struct shm_backend {
     size_t data_bytes; /* count elements */
     size_t stride, rec_bytes;
     node_ctl_t *nc;
-    unsigned char *record[2], *result[2]; /* result: a record, then the sum (not GROUP) */
+    unsigned char *record[2];
+    unsigned char *result[2][2]; /* [slot][buffer]: a record, then the sum (not
+                                    GROUP); buffer 1 only when `spare` */
+    int spare;        /* a second result buffer per slot (one node, not GROUP,
+                         PCOLL_EXCLUDE_MS): a stopped summer's round is summed
+                         again into the other */
     int grouped;      /* GROUP: sums per group, in the leaders' segments */
     int owing;        /* rounds go on without a silent rank (PCOLL_EXCLUDE_MS):
                          each rank has an owed buffer after its pending ones */
@@ -192,9 +212,16 @@ static unsigned char *pending_of(const shm_backend_t *s, int rank, int b)
 
 /* The sum of the round in `slot` that `leader`'s group shares (the result
  * slot's sum when rounds are not in groups). */
+/* The result buffer that holds the slot's round (its record, then, unless
+ * GROUP, its sum). */
+static unsigned char *result_of(const shm_backend_t *s, int slot)
+{
+    return s->result[slot][atomic_load(&s->nc->pub[slot]) & 1];
+}
+
 static unsigned char *sum_of(const shm_backend_t *s, int leader, int slot)
 {
-    return s->grouped ? pending_of(s, leader, 2 + slot) : s->result[slot] + s->rec_bytes;
+    return s->grouped ? pending_of(s, leader, 2 + slot) : result_of(s, slot) + s->rec_bytes;
 }
 
 /* Where the results kept for rank j while it was silent add up. */
@@ -311,7 +338,8 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
 {
     const pc_backend_env_t *env = &s->base.env;
     rank_ctl_t *c = ctl_of(s, j);
-    uint64_t st = atomic_load(&c->state);
+    uint64_t st = atomic_load(&c->state), stealing = atomic_load(&s->nc->stealing);
+    if (stealing && r >= stealing) return 0; /* a take-over reads the deposits (take_over_sum) */
     do {
         if ((st >> ST_SHIFT) != r || (st & (ST_ADDING | ST_TAKING))) return 0;
     } while (!atomic_compare_exchange_weak(&c->state, &st, st | ST_TAKING));
@@ -365,18 +393,27 @@ static void publish_done(shm_backend_t *s, uint64_t r, int kick_self)
 }
 
 /* sum = the deposits of slot's round of the n ranks m[] (trailer included) */
-static void sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int n, int slot)
+/* 1 if round r's sum was taken over: its first summer reads no more
+ * deposits (they may be reused once the round is published). */
+static int taken_over(const shm_backend_t *s, uint64_t r) { return atomic_load(&s->nc->stolen) >= r + 1; }
+
+/* sum = the deposits of slot's round r of the n ranks m[] (trailer
+ * included); 0 if it stopped (claimed: once r is taken over) */
+static int sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int n, uint64_t r, int claimed)
 {
     const pc_backend_env_t *env = &s->base.env;
+    int slot = (int)(r % 2);
     const void *first = pending_of(s, m[0], (int)ctl_of(s, m[0])->deposit[slot]);
     if (n == 1) {
         memcpy(sum, first, env->bytes);
-        return;
+        return 1;
     }
-    pc_reduce_sum(sum, first, pending_of(s, m[1], (int)ctl_of(s, m[1])->deposit[slot]), env->count + PC_TRAILER, env->dtype);
-    for (int i = 2; i < n; i++)
-        pc_reduce_sum(sum, sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]), env->count + PC_TRAILER,
-                      env->dtype);
+    for (int i = 1; i < n; i++) {
+        if (claimed && s->spare && taken_over(s, r)) return 0;
+        pc_reduce_sum(sum, i == 1 ? first : sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]),
+                      env->count + PC_TRAILER, env->dtype);
+    }
+    return 1;
 }
 
 /* ---- going on without a silent rank ----
@@ -418,7 +455,7 @@ static int keep_for(shm_backend_t *s, int j, uint64_t c)
         !atomic_compare_exchange_strong(&cj->consumed, &v, v | CONS_STEAL))
         return 0;
     PC_SHM_INTERLEAVE("keeping");
-    const unsigned char *res = s->result[c % 2];
+    const unsigned char *res = result_of(s, (int)(c % 2));
     const record_t *h = (const record_t *)res;
     int *members = NULL;
     if (s->grouped && pc_policy_in_groups(&env->policy, c, h->flags)) {
@@ -478,11 +515,108 @@ static int go_without(shm_backend_t *s, uint64_t r)
     return clear;
 }
 
+/* Round r's result into the slot's buffer buf: its record, the ranks whose
+ * results are kept, and the sum of the node's deposits (GROUP: each
+ * group's sum, in its leader's segment); 0 if it found r published by a
+ * summer that took over from this one (then it stopped). */
+static int write_result(shm_backend_t *s, uint64_t r, int slot, int buf, int claimed)
+{
+    const pc_backend_env_t *env = &s->base.env;
+    unsigned char *res = s->result[slot][buf];
+    if (claimed && s->spare && taken_over(s, r)) return 0;
+    /* acquire every rank's state: each deposit was written under an ADDING
+     * or TAKING bit that a release on the state cleared (the takes since are
+     * read-modify-writes: the release sequence goes on) */
+    for (int i = 0; i < s->nlocal; i++) (void)atomic_load(&ctl_of(s, s->local[i])->state);
+    memcpy(res, s->record[slot], s->rec_bytes);
+    if (s->owing) { /* the ranks whose results are kept: silent still */
+        record_t *h = (record_t *)res;
+        unsigned char *bits = res + sizeof(record_t) + env->bitmap_bytes;
+        memset(bits, 0, env->bitmap_bytes);
+        h->left_out = 0;
+        for (int i = 0; i < s->nlocal; i++)
+            if (atomic_load(&ctl_of(s, s->local[i])->consumed) & CONS_OWED) {
+                pc_bit_set(bits, s->local[i]);
+                h->left_out++;
+            }
+    }
+    uint32_t flags = ((const record_t *)s->record[slot])->flags;
+    if (s->grouped && pc_policy_in_groups(&env->policy, r, flags)) {
+        /* one sum per group, kept by its smallest member (GROUP objects
+         * use this backend with every rank on this node) */
+        int *m = s->sum_members;
+        for (int lead = 0; lead < s->P; lead++) {
+            int n = pc_policy_members(&env->policy, r, flags, lead, m);
+            if (m[0] == lead) sum_deposits(s, sum_of(s, lead, slot), m, n, r, claimed);
+        }
+        return 1;
+    } /* else (GROUP's synchronous rounds: in the node leader's group sum) */
+    return sum_deposits(s, s->grouped ? sum_of(s, s->local[0], slot) : res + s->rec_bytes, s->local, s->nlocal, r,
+                        claimed);
+}
+
+/* Round r's result in buffer buf becomes the slot's and r is summed,
+ * unless another summer's was first (a stopped summer's round summed
+ * again: both are the same sum of the same deposits). */
+static void publish_sum(shm_backend_t *s, uint64_t r, int slot, int buf)
+{
+    node_ctl_t *nc = s->nc;
+    uint64_t cur = atomic_load(&nc->pub[slot]);
+    do {
+        if ((cur >> 1) >= r + 1) return;
+    } while (!atomic_compare_exchange_weak(&nc->pub[slot], &cur, (r + 1) << 1 | (uint64_t)buf));
+    PC_SHM_INTERLEAVE("summed");
+    atomic_store(&nc->parts[slot], 0); /* for round r + 2 */
+    atomic_store(&nc->summed, r + 1);
+    if (s->nnodes > 1)
+        kick(s, s->local[0]); /* the node leader adds the node sums up: it must look, even when it is this rank */
+    else
+        publish_done(s, r, 0);
+}
+
+/* Round r's sum was claimed (into buffer buf) and has not come for
+ * PCOLL_EXCLUDE_MS (summed over the looks of the ranks here: silence.h):
+ * its summer is taken for stopped in the middle of it, and this rank sums
+ * the round again into the slot's other buffer.  The stopped summer's
+ * buffer stays tainted until it has finished writing it (it clears the
+ * taint; its late publish finds the round published, and it reads no
+ * deposit once it sees that: a summer stopped in the middle of reading one
+ * may still read it while its rank reuses it, for a sum nobody reads).  One
+ * take-over per round; none with one buffer (GROUP, several nodes). */
+static int take_over_sum(shm_backend_t *s, uint64_t r, int slot, int buf, int summer)
+{
+    node_ctl_t *nc = s->nc;
+    if (!s->spare || atomic_load(&nc->summed) > r) return 0;
+    uint32_t what = (uint32_t)(r + 1), now = clock_ms();
+    uint64_t w = atomic_load(&nc->sum_stuck), next;
+    while ((next = pc_silence_look(w, what, now, s->exclude_ms)) != w &&
+           !atomic_compare_exchange_weak(&nc->sum_stuck, &w, next))
+        ;
+    int other = 1 - buf;
+    uint64_t st = atomic_load(&nc->stolen);
+    if (!pc_silence_reached(next, what, s->exclude_ms) || summer == s->me || !PC_SHM_MAY_KEEP(summer) || st >= r + 1 ||
+        (atomic_load(&nc->taint[slot]) & (1u << other)) || !atomic_compare_exchange_strong(&nc->stolen, &st, r + 1))
+        return 0;
+    atomic_store(&nc->stealing, r + 1);
+    atomic_fetch_or(&nc->taint[slot], 1u << buf);
+    if ((atomic_load(&nc->pub[slot]) >> 1) >= r + 1) { /* its summer was only slow, and done */
+        atomic_fetch_and(&nc->taint[slot], ~(1u << buf));
+        atomic_store(&nc->stealing, 0);
+        return 0;
+    }
+    pc_log(PCOLL_LOG_DEBUG, "partial ch%u: the sum of round %llu has not come for %u ms: summed again here",
+           s->base.env.obj->channel, (unsigned long long)r, s->exclude_ms);
+    PC_SHM_INTERLEAVE("sum taken over");
+    write_result(s, r, slot, other, 0);
+    atomic_store(&nc->stealing, 0); /* read: later rounds' parts may be taken */
+    publish_sum(s, r, slot, other);
+    return 1;
+}
+
 /* Sums round r if all this node's parts are in and its result slot is
  * free. */
 static int try_sum(shm_backend_t *s, uint64_t r)
 {
-    const pc_backend_env_t *env = &s->base.env;
     node_ctl_t *nc = s->nc;
     int slot = (int)(r % 2);
     if (atomic_load(&nc->parts[slot]) < (unsigned)s->nlocal) return 0;
@@ -503,44 +637,15 @@ static int try_sum(shm_backend_t *s, uint64_t r)
             if (!s->owing || !go_without(s, r)) return 0;
         }
     }
-    uint64_t expect = r;
-    if (!atomic_compare_exchange_strong(&nc->sum_claimed, &expect, r + 1)) return 0;
+    uint64_t v = atomic_load(&nc->sum_claimed);
+    if (CLAIM_ROUNDS(v) == r + 1) return take_over_sum(s, r, slot, CLAIM_BUF(v), CLAIM_RANK(v));
+    unsigned taint = atomic_load(&nc->taint[slot]);
+    int buf = !(taint & 1) ? 0 : s->spare && !(taint & 2) ? 1 : -1;
+    if (CLAIM_ROUNDS(v) != r || buf < 0 || !atomic_compare_exchange_strong(&nc->sum_claimed, &v, CLAIM(r + 1, s->me, buf)))
+        return 0;
     PC_SHM_INTERLEAVE("sum claimed");
-    /* acquire every rank's state: each deposit was written under an ADDING
-     * or TAKING bit that a release on the state cleared (the takes since are
-     * read-modify-writes: the release sequence goes on) */
-    for (int i = 0; i < s->nlocal; i++) (void)atomic_load(&ctl_of(s, s->local[i])->state);
-    memcpy(s->result[slot], s->record[slot], s->rec_bytes);
-    if (s->owing) { /* the ranks whose results are kept: silent still */
-        record_t *h = (record_t *)s->result[slot];
-        unsigned char *bits = s->result[slot] + sizeof(record_t) + env->bitmap_bytes;
-        memset(bits, 0, env->bitmap_bytes);
-        h->left_out = 0;
-        for (int i = 0; i < s->nlocal; i++)
-            if (atomic_load(&ctl_of(s, s->local[i])->consumed) & CONS_OWED) {
-                pc_bit_set(bits, s->local[i]);
-                h->left_out++;
-            }
-    }
-    uint32_t flags = ((const record_t *)s->record[slot])->flags;
-    if (s->grouped && pc_policy_in_groups(&env->policy, r, flags)) {
-        /* one sum per group, kept by its smallest member (GROUP objects
-         * use this backend with every rank on this node) */
-        int *m = s->sum_members;
-        for (int lead = 0; lead < s->P; lead++) {
-            int n = pc_policy_members(&env->policy, r, flags, lead, m);
-            if (m[0] == lead) sum_deposits(s, sum_of(s, lead, slot), m, n, slot);
-        }
-    } else {
-        sum_deposits(s, sum_of(s, s->local[0], slot), s->local, s->nlocal, slot);
-    }
-    PC_SHM_INTERLEAVE("summed");
-    atomic_store(&nc->parts[slot], 0); /* for round r + 2 */
-    atomic_store(&nc->summed, r + 1);
-    if (s->nnodes > 1)
-        kick(s, s->local[0]); /* the node leader adds the node sums up: it must look, even when it is this rank */
-    else
-        publish_done(s, r, 0);
+    if (write_result(s, r, slot, buf, 1)) publish_sum(s, r, slot, buf);
+    if (s->spare) atomic_fetch_and(&nc->taint[slot], ~(1u << buf)); /* taken over meanwhile: done with it */
     return 1;
 }
 
@@ -572,7 +677,7 @@ static void consume(shm_backend_t *s, uint64_t c, void *buf, pc_round_done_t *d)
      * acquiring `summed` here makes the order visible to it, and costs one
      * load a round. */
     (void)atomic_load(&s->nc->summed);
-    const unsigned char *res = s->result[c % 2];
+    const unsigned char *res = result_of(s, (int)(c % 2));
     const record_t *h = (const record_t *)res;
     if (h->round != c)
         pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
@@ -916,6 +1021,13 @@ static size_t record_bytes(const pc_backend_env_t *env)
     return ROUND_UP(sizeof(record_t) + (env->exclude_ns ? 2 : 1) * env->bitmap_bytes);
 }
 
+/* Whether the node leader's segment holds a second result buffer per slot
+ * (try_sum: a stopped summer's round summed again): when rounds go on
+ * without a silent rank, and not for GROUP sums (kept by group leaders).
+ * The segment has room for it on several nodes too (unused there: the
+ * node leaders exchange the sum in place). */
+static int has_spare(const pc_backend_env_t *env) { return env->exclude_ns > 0 && !is_grouped(env); }
+
 size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads)
 {
     int grouped = is_grouped(env);
@@ -925,8 +1037,8 @@ size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads)
      * sums of the groups they lead; every rank an owed buffer when rounds
      * may go on without it */
     size_t sums = grouped ? 2 * stride : 0, owed = env->exclude_ns ? stride : 0;
-    return sizeof(rank_ctl_t) + 2 * stride + sums + owed +
-           (leads ? sizeof(node_ctl_t) + 4 * rec_bytes + (grouped ? 0 : 2 * stride) : 0);
+    size_t results = 2 * (rec_bytes + (grouped ? 0 : stride)) * (has_spare(env) ? 2 : 1);
+    return sizeof(rank_ctl_t) + 2 * stride + sums + owed + (leads ? sizeof(node_ctl_t) + 2 * rec_bytes + results : 0);
 }
 
 /* s (its node layout made) over the segments seg[rank] */
@@ -945,8 +1057,12 @@ static void place(shm_backend_t *s, const pc_backend_env_t *env, void **seg, con
     s->nc = (node_ctl_t *)pending_of(s, s->local[0], (s->grouped ? 4 : 2) + s->owing);
     s->record[0] = (unsigned char *)(s->nc + 1);
     s->record[1] = s->record[0] + s->rec_bytes;
-    s->result[0] = s->record[1] + s->rec_bytes;
-    s->result[1] = s->result[0] + s->rec_bytes + (s->grouped ? 0 : s->stride);
+    s->spare = has_spare(env) && s->nnodes == 1;
+    size_t one = s->rec_bytes + (s->grouped ? 0 : s->stride);
+    s->result[0][0] = s->record[1] + s->rec_bytes;
+    s->result[1][0] = s->result[0][0] + one;
+    s->result[0][1] = s->spare ? s->result[1][0] + one : s->result[0][0];
+    s->result[1][1] = s->spare ? s->result[0][1] + one : s->result[1][0];
 }
 
 static shm_backend_t *new_backend(const pc_backend_env_t *env)

@@ -88,18 +88,23 @@ static int may_keep(int rank) { return atomic_load(&frozen) == rank || atomic_lo
 static atomic_int frozen_mid_step; /* 1: at any step of the protocol; 0: only between
                                        them (a process stopped in its own work) */
 
-static atomic_int frozen_delivering; /* 1: the holder stops only once it copied a
-                                        result (its application between steps),
-                                        as a process whose application thread,
-                                        woken by the delivery, raises SIGSTOP */
+/* A step the holder of the frozen rank stops in (its application between
+ * steps), and the others must go on without it: 1 delivering a result it
+ * copied (as a process whose application thread, woken by the delivery,
+ * raises SIGSTOP), 2 summing a round it claimed (taken over); 0: none */
+static atomic_int frozen_delivering;
+static const char *const frozen_step[] = {"", "copied", "sum claimed"};
 static atomic_int parked_delivering = -1; /* the rank whose holder stopped there */
+static _Thread_local int is_holder;
 
 /* a frozen rank's threads wait here until it is let go (mid_step: a point
  * inside a step of the protocol, `where`) */
 static void stop_if_frozen(int mid_step, const char *where)
 {
-    int at_delivery = where && strcmp(where, "copied") == 0;
-    if (!mid_step && where && atomic_load(&frozen_delivering)) return; /* the holder runs on to its delivery */
+    /* the holder alone runs on to that step (its application stopped
+     * between steps: it takes nothing on meanwhile) */
+    int at_delivery = is_holder && where && strcmp(where, frozen_step[atomic_load(&frozen_delivering)]) == 0;
+    if (!mid_step && where && atomic_load(&frozen_delivering)) return;
     if (mid_step && (atomic_load(&frozen_delivering) ? !at_delivery : !atomic_load(&frozen_mid_step))) return;
     if (my_rank < 0 || atomic_load(&frozen) != my_rank) return;
     if (at_delivery) atomic_store(&parked_delivering, my_rank);
@@ -183,7 +188,7 @@ static void env_activated(void *owner, uint64_t round, int root, uint32_t flags)
     (void)flags;
 }
 static atomic_llong catch_ups, left_outs;
-static int delivering_freezes; /* freezes in a delivery that were checked */
+static int stopped_in_step[3]; /* freezes in such a step that were checked */
 static atomic_int freezes, freezes_wanted; /* an application ends only after that many */
 
 static void env_completed(void *owner, const pc_round_done_t *d, void *buf)
@@ -281,6 +286,7 @@ static void *holder_thread(void *arg)
     rank_t *rk = arg;
     my_rank = rk->me;
     rng_state = 2000u + (unsigned)rk->me;
+    is_holder = 1;
     pc_backend_t *b = rk->b;
     b->ops->open(b);
     TCHECK(atomic_load(&rk->listening));
@@ -417,8 +423,10 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                 int x = (int)(rnd() % (unsigned)P);
                 atomic_store(&thawing, x);
                 atomic_store(&frozen_mid_step, atomic_load(&freezes) % 2); /* half of them between steps */
-                /* every third: stopped while it delivers a result */
-                atomic_store(&frozen_delivering, atomic_load(&freezes) % 3 == 2);
+                /* every third: stopped while it delivers a result, or (not
+                 * GROUP: one result buffer there) while it sums a round */
+                int k = atomic_load(&freezes);
+                atomic_store(&frozen_delivering, k % 3 != 2 ? 0 : kind != PCOLL_PARTIAL_GROUP && k % 6 == 5 ? 2 : 1);
                 atomic_store(&parked_delivering, -1);
                 atomic_store(&frozen, x);
                 struct timespec f = {0, freeze_ms * 1000000L};
@@ -442,8 +450,13 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                          * design; the run's other checks still apply) */
                         uint64_t st = atomic_load(&ctl_of((const shm_backend_t *)ranks[x].b, x)->state);
                         if (!atomic_load(&ranks[(x + 1) % P].app_done) && !(st & ST_ADDING)) {
+                            if (grew < 3)
+                                fprintf(stderr, "test_shm_protocol: rank %d stopped %s for %d ms: the others completed %llu "
+                                        "rounds meanwhile\n",
+                                        x, atomic_load(&frozen_delivering) == 2 ? "summing" : "delivering", 400 * freeze_ms,
+                                        grew);
                             CHECK(grew >= 3);
-                            delivering_freezes++;
+                            stopped_in_step[atomic_load(&frozen_delivering)]++;
                         }
                     }
                     atomic_store(&frozen_delivering, 0);
@@ -566,8 +579,9 @@ int main(int argc, char **argv)
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO, 10);
     run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM, 10);
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP, 10);
-    CHECK(delivering_freezes > 0); /* the case came up */
-    printf("test_shm_protocol: %ld checks passed; %d ranks stopped while delivering, the others went on\n", checks,
-           delivering_freezes);
+    CHECK(stopped_in_step[1] > 0 && stopped_in_step[2] > 0); /* the cases came up */
+    printf("test_shm_protocol: %ld checks passed; ranks stopped while delivering %d times, while summing %d times: "
+           "the others went on\n",
+           checks, stopped_in_step[1], stopped_in_step[2]);
     return 0;
 }
