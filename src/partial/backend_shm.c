@@ -27,7 +27,10 @@
  *     deposit; cur flips only if that is cur, else the last deposit is
  *     taken again, unchanged: no copy)
  *   the node's last part (or whoever finds the sum blocked and can do it):
- *     result[r % 2] = the record and the sum of the deposits (GROUP: each
+ *     claims it, then result[r % 2] = the record and the sum of the
+ *     deposits, in the slot's buffer that pub[r % 2] then names (a sum
+ *     claimed and not published for PCOLL_EXCLUDE_MS: summed again into
+ *     the slot's other buffer, try_sum; the first published counts) (GROUP: each
  *     group's sum into its leader's sum[r % 2]), summed = r + 1; on one
  *     node done = r + 1 at once, else the node leader adds the node sums
  *     up in place (internode.h) and then sets done = r + 1; kick every j
