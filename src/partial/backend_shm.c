@@ -917,8 +917,10 @@ static void shm_close(pc_backend_t *b)
     s->closed = 1;
     s->sig.listen(s->sig.arg, 0);
     /* nothing of this object travels in messages here but arrivals at the
-     * leader, which end with FREE, and at a node leader the other leaders'
-     * activations, which end with their FIN */
+     * leader, which end with FREE (QUORUM's, sent to every rank while the
+     * leader is silent, may come later: the object's service drops them
+     * once it is gone, and the counter ignores them before), and at a node
+     * leader the other leaders' activations, which end with their FIN */
     if (s->net)
         pc_internode_close(s->net);
     else
