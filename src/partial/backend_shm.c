@@ -437,14 +437,28 @@ static int sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int 
  *
  * A rank's published part is taken as it stands meanwhile (its pending
  * contribution, or nothing), as for any late rank.  A rank stopped in the
- * middle of a step (adding, taking a part, summing, copying a result) still
- * holds its round up until it goes on: nothing is lost either way. */
+ * middle of a step (adding, taking a part, copying a result, summing a
+ * GROUP round or a round across nodes) still holds its round up until it
+ * goes on: nothing is lost either way (a sum on one node is taken over:
+ * take_over_sum). */
 
 static uint32_t clock_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+/* A look at round r held up, in a node-shared silence word (silence.h:
+ * summed over the looks of every rank here, a pause of everyone counting a
+ * quarter); 1 once it has been held up for PCOLL_EXCLUDE_MS. */
+static int look_shared(const shm_backend_t *s, atomic_ullong *word, uint64_t r)
+{
+    uint32_t what = (uint32_t)(r + 1), now = clock_ms();
+    uint64_t w = atomic_load(word), next;
+    while ((next = pc_silence_look(w, what, now, s->exclude_ms)) != w && !atomic_compare_exchange_weak(word, &w, next))
+        ;
+    return pc_silence_reached(next, what, s->exclude_ms);
 }
 
 /* Keeps rank j's result of round c (still in its slot) in j's owed buffer,
@@ -498,12 +512,7 @@ static int go_without(shm_backend_t *s, uint64_t r)
 {
     /* how long round r has been blocked, summed over the looks of every
      * rank here (silence.h: a pause of everyone counts a quarter) */
-    uint32_t what = (uint32_t)(r + 1), now = clock_ms();
-    uint64_t w = atomic_load(&s->nc->blocked_for), next;
-    while ((next = pc_silence_look(w, what, now, s->exclude_ms)) != w &&
-           !atomic_compare_exchange_weak(&s->nc->blocked_for, &w, next))
-        ;
-    int timed = pc_silence_reached(next, what, s->exclude_ms);
+    int timed = look_shared(s, &s->nc->blocked_for, r);
     int clear = 1;
     for (int i = 0; i < s->nlocal; i++) {
         int j = s->local[i];
@@ -520,8 +529,8 @@ static int go_without(shm_backend_t *s, uint64_t r)
 
 /* Round r's result into the slot's buffer buf: its record, the ranks whose
  * results are kept, and the sum of the node's deposits (GROUP: each
- * group's sum, in its leader's segment); 0 if it found r published by a
- * summer that took over from this one (then it stopped). */
+ * group's sum, in its leader's segment); 0 if it stopped: a claimed sum
+ * that another rank took over meanwhile (take_over_sum). */
 static int write_result(shm_backend_t *s, uint64_t r, int slot, int buf, int claimed)
 {
     const pc_backend_env_t *env = &s->base.env;
@@ -590,14 +599,10 @@ static int take_over_sum(shm_backend_t *s, uint64_t r, int slot, int buf, int su
 {
     node_ctl_t *nc = s->nc;
     if (!s->spare || atomic_load(&nc->summed) > r) return 0;
-    uint32_t what = (uint32_t)(r + 1), now = clock_ms();
-    uint64_t w = atomic_load(&nc->sum_stuck), next;
-    while ((next = pc_silence_look(w, what, now, s->exclude_ms)) != w &&
-           !atomic_compare_exchange_weak(&nc->sum_stuck, &w, next))
-        ;
+    int timed = look_shared(s, &nc->sum_stuck, r);
     int other = 1 - buf;
     uint64_t st = atomic_load(&nc->stolen);
-    if (!pc_silence_reached(next, what, s->exclude_ms) || summer == s->me || !PC_SHM_MAY_KEEP(summer) || st >= r + 1 ||
+    if (!timed || summer == s->me || !PC_SHM_MAY_KEEP(summer) || st >= r + 1 ||
         (atomic_load(&nc->taint[slot]) & (1u << other)) || !atomic_compare_exchange_strong(&nc->stolen, &st, r + 1))
         return 0;
     atomic_store(&nc->stealing, r + 1);
