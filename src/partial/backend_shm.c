@@ -92,6 +92,8 @@
 
 /* a rank's state word: taken << ST_SHIFT | flags */
 enum { ST_CUR = 1, ST_ADDING = 2, ST_TAKING = 4, ST_WAITING = 8, ST_SHIFT = 4 };
+/* a deposit's flag: its buffer's data is stale, the part is zero */
+enum { DEP_EMPTY = 2 };
 
 /* the head of every rank's segment */
 typedef struct rank_ctl {
@@ -100,7 +102,9 @@ typedef struct rank_ctl {
                          (0: it is zero); REPLACE: the number of the
                          contribution it holds (0: none; the larger is the
                          latest) -- written by whoever has ADDING or TAKING */
-    uint32_t deposit[2]; /* the buffer taken for the slot's round */
+    uint32_t deposit[2]; /* the buffer taken for the slot's round, | DEP_EMPTY
+                            if it holds nothing (its data is not zeroed:
+                            summers add its trailer only) */
     char pad1[LINE - sizeof(atomic_ullong) - 2 * sizeof(uint64_t) - 2 * sizeof(uint32_t)];
     atomic_ullong want;     /* kick once done >= want (0: never) */
     atomic_ullong consumed; /* rounds whose result this rank copied, or that
@@ -125,7 +129,9 @@ typedef struct rank_ctl {
 #define CONS_OWED ((uint64_t)1 << 60)  /* rounds are kept in its owed buffer */
 #define CONS_DELIVERING ((uint64_t)1 << 59) /* it copied the rounds < count and
                                               delivers them (observer, application) */
-#define CONS_COUNT(v) ((v) & (CONS_DELIVERING - 1))
+#define CONS_CATCHING ((uint64_t)1 << 58) /* with BUSY: it copies its owed
+                                            buffer (not a slot's result) */
+#define CONS_COUNT(v) ((v) & (CONS_CATCHING - 1))
 
 /* sum_claimed: rounds claimed, the rank that claimed the last, its buffer */
 #define CLAIM(rounds, rank, buf) ((uint64_t)(rounds) << 20 | (uint64_t)(rank) << 1 | (uint64_t)(buf))
@@ -365,10 +371,12 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
         c->held[!bi] = 0;
     }
     unsigned char *dep = pending_of(s, j, bi);
-    if (c->held[bi] == 0) memset(dep, 0, s->data_bytes);
     int active = (st & ST_WAITING) || bit_of(s, s->record[r % 2], j);
     pc_trailer_set(env, dep, active, contributions);
-    c->deposit[r % 2] = (uint32_t)bi;
+    /* an empty part is not zeroed here: a take stays a few stores, however
+     * large the object (a rank stopped in the middle of one holds the
+     * round up) */
+    c->deposit[r % 2] = (uint32_t)bi | (c->held[bi] == 0 ? DEP_EMPTY : 0);
     PC_SHM_INTERLEAVE("deposit written");
     /* release: taken + 1, `next` is the application's; WAITING as it is now */
     uint64_t cur = st | ST_TAKING;
@@ -395,26 +403,41 @@ static void publish_done(shm_backend_t *s, uint64_t r, int kick_self)
     }
 }
 
-/* sum = the deposits of slot's round of the n ranks m[] (trailer included) */
 /* 1 if round r's sum was taken over: its first summer reads no more
  * deposits (they may be reused once the round is published). */
 static int taken_over(const shm_backend_t *s, uint64_t r) { return atomic_load(&s->nc->stolen) >= r + 1; }
 
-/* sum = the deposits of slot's round r of the n ranks m[] (trailer
- * included); 0 if it stopped (claimed: once r is taken over) */
+/* sum = the deposits of slot's round r of the n ranks m[]: the data of
+ * those that are not empty (zeros if none is), and every trailer; 0 if it
+ * stopped (claimed: once r is taken over) */
 static int sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int n, uint64_t r, int claimed)
 {
     const pc_backend_env_t *env = &s->base.env;
-    int slot = (int)(r % 2);
-    const void *first = pending_of(s, m[0], (int)ctl_of(s, m[0])->deposit[slot]);
-    if (n == 1) {
-        memcpy(sum, first, env->bytes);
-        return 1;
+    int slot = (int)(r % 2), written = 0;
+    size_t db = s->data_bytes;
+    const unsigned char *data = NULL; /* the first part with data */
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && claimed && s->spare && taken_over(s, r)) return 0;
+        uint32_t d = ctl_of(s, m[i])->deposit[slot];
+        const unsigned char *dep = pending_of(s, m[i], (int)(d & 1));
+        if (i == 0)
+            memcpy(sum + db, dep + db, env->bytes - db);
+        else
+            pc_reduce_sum(sum + db, sum + db, dep + db, PC_TRAILER, env->dtype);
+        if (d & DEP_EMPTY) continue;
+        if (!data) {
+            data = dep;
+        } else {
+            pc_reduce_sum(sum, written ? sum : data, dep, env->count, env->dtype);
+            written = 1;
+        }
     }
-    for (int i = 1; i < n; i++) {
-        if (claimed && s->spare && taken_over(s, r)) return 0;
-        pc_reduce_sum(sum, i == 1 ? first : sum, pending_of(s, m[i], (int)ctl_of(s, m[i])->deposit[slot]),
-                      env->count + PC_TRAILER, env->dtype);
+    if (!written) {
+        if (data && claimed && s->spare && taken_over(s, r)) return 0;
+        if (data)
+            memcpy(sum, data, db);
+        else
+            memset(sum, 0, db);
     }
     return 1;
 }
@@ -468,7 +491,10 @@ static int keep_for(shm_backend_t *s, int j, uint64_t c)
     const pc_backend_env_t *env = &s->base.env;
     rank_ctl_t *cj = ctl_of(s, j);
     uint64_t v = atomic_load(&cj->consumed);
-    if (CONS_COUNT(v) != c || (v & (CONS_BUSY | CONS_STEAL)) ||
+    /* (BUSY: j, silent, is stopped in the middle of its copy of round c:
+     * kept all the same, its copy is void; not while it copies its owed
+     * buffer, the one a keeper writes) */
+    if (CONS_COUNT(v) != c || (v & (CONS_CATCHING | CONS_STEAL)) ||
         !atomic_compare_exchange_strong(&cj->consumed, &v, v | CONS_STEAL))
         return 0;
     PC_SHM_INTERLEAVE("keeping");
@@ -674,8 +700,11 @@ static int help(shm_backend_t *s)
 
 /* ---- the token holder ---- */
 
-/* Round c's result into buf, and what env.completed says of it. */
-static void consume(shm_backend_t *s, uint64_t c, void *buf, pc_round_done_t *d)
+/* Round c's result into buf, and what env.completed says of it; 0 if the
+ * round was kept for this rank before it copied (it was stopped at the
+ * start of its copy: claimed, its claim now; the round comes with the
+ * kept ones). */
+static int consume(shm_backend_t *s, uint64_t c, uint64_t claimed, void *buf, pc_round_done_t *d)
 {
     /* Round c was summed before it was done.  Across nodes `done` is
      * published by the node leader, after the exchange: when this rank's
@@ -685,32 +714,40 @@ static void consume(shm_backend_t *s, uint64_t c, void *buf, pc_round_done_t *d)
      * acquiring `summed` here makes the order visible to it, and costs one
      * load a round. */
     (void)atomic_load(&s->nc->summed);
+    PC_SHM_INTERLEAVE("copying");
+    if (s->owing && atomic_load(&ctl_of(s, s->me)->consumed) != claimed) return 0;
     const unsigned char *res = result_of(s, (int)(c % 2));
     const record_t *h = (const record_t *)res;
-    if (h->round != c)
-        pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
-               (unsigned long long)h->round);
+    uint64_t holds = h->round;
     memcpy(buf, sum_of(s, leader_of(s, c, h->flags, s->me, s->own_members), (int)(c % 2)), s->base.env.bytes);
+    /* (what it read is round c's unless it was kept meanwhile) */
+    if (holds != c && (!s->owing || atomic_load(&ctl_of(s, s->me)->consumed) == claimed))
+        pc_log(PCOLL_LOG_ERROR, "partial: the result of round %llu holds round %llu (bug)", (unsigned long long)c,
+               (unsigned long long)holds);
     /* the slot may be summed into again while the round is delivered here
      * (this rank silent meanwhile: poll_rounds), so nothing points into it */
     const unsigned char *bits = left_out_bits(s, res);
     if (bits) memcpy(s->left_out_copy, bits, s->base.env.bitmap_bytes);
     *d = (pc_round_done_t){.first = c, .round = c, .root = h->root, .flags = h->flags, .parked = bit_of(s, res, s->me),
                            .left_out = bits ? s->left_out_copy : NULL};
+    return 1;
 }
 
 /* Claims the next round's result for this rank to copy (0), or finds that
  * rounds were kept for it while it was silent: then the rounds up to
  * *upto, whose sum (REPLACE: the last) the owed buffer holds (1); -1 while
  * another rank keeps a result for it (it kicks this one when done: a
- * keeper stopped there holds this rank up, as any stopped step does). */
-static int claim_next(shm_backend_t *s, uint64_t *upto)
+ * keeper stopped there holds this rank up, as any stopped step does).
+ * *claim: consumed as claimed (a claim of a slot's result may be
+ * overtaken by a keeper: keep_for). */
+static int claim_next(shm_backend_t *s, uint64_t *upto, uint64_t *claim)
 {
     rank_ctl_t *c = ctl_of(s, s->me);
     uint64_t v = atomic_load(&c->consumed);
     for (;;) {
         if (v & CONS_STEAL) return -1;
-        if (atomic_compare_exchange_weak(&c->consumed, &v, CONS_COUNT(v) | CONS_BUSY)) {
+        *claim = CONS_COUNT(v) | CONS_BUSY | (v & CONS_OWED ? CONS_CATCHING : 0);
+        if (atomic_compare_exchange_weak(&c->consumed, &v, *claim)) {
             *upto = CONS_COUNT(v);
             return (v & CONS_OWED) != 0;
         }
@@ -762,8 +799,8 @@ static int poll_rounds(shm_backend_t *s)
                 return did;
             }
             pc_round_done_t d;
-            uint64_t upto, c = s->completed;
-            int kept = s->owing ? claim_next(s, &upto) : 0;
+            uint64_t upto, claim = 0, c = s->completed;
+            int kept = s->owing ? claim_next(s, &upto, &claim) : 0;
             if (kept < 0) { /* another rank is keeping a result for this one: it kicks us */
                 env->release(env->owner, buf);
                 break;
@@ -777,17 +814,24 @@ static int poll_rounds(shm_backend_t *s)
                                       .active_total = mine->owed_active_total,
                                       .contributions = mine->owed_contributions,
                                       .contributions_last = mine->owed_contributions_last};
-            } else {
-                consume(s, c, buf, &d);
+            } else if (!consume(s, c, claim, buf, &d)) {
+                env->release(env->owner, buf); /* kept meanwhile: it comes with the kept rounds */
+                continue;
             }
-            s->completed = d.round + 1;
             rank_ctl_t *mine = ctl_of(s, s->me);
             /* copied: a rank stopped while it delivers (its application
              * woken by the delivery raises SIGSTOP just then, as a
              * debugger's or a scheduler's stop lands at a system call's
              * end) no longer holds the slot from the others once it is
-             * silent (go_without); a live one still does (below) */
-            if (s->owing) atomic_store(&mine->consumed, s->completed | CONS_DELIVERING);
+             * silent (go_without); a live one still does (below).  A copy
+             * the round was kept for meanwhile (this rank stopped in the
+             * middle of it) is void. */
+            if (s->owing && !atomic_compare_exchange_strong(&mine->consumed, &claim,
+                                                            (d.round + 1) | CONS_DELIVERING)) {
+                env->release(env->owner, buf);
+                continue;
+            }
+            s->completed = d.round + 1;
             PC_SHM_INTERLEAVE("copied");
             env->completed(env->owner, &d, buf); /* may close us (the last round) */
             PC_SHM_INTERLEAVE("completed");

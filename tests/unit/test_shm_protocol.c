@@ -91,9 +91,12 @@ static atomic_int frozen_mid_step; /* 1: at any step of the protocol; 0: only be
 /* A step the holder of the frozen rank stops in (its application between
  * steps), and the others must go on without it: 1 delivering a result it
  * copied (as a process whose application thread, woken by the delivery,
- * raises SIGSTOP), 2 summing a round it claimed (taken over); 0: none */
+ * raises SIGSTOP), 2 summing a round it claimed (taken over), 3 copying a
+ * result it claimed (kept for it); 0: none */
+enum { STEPS = 4 };
 static atomic_int frozen_delivering;
-static const char *const frozen_step[] = {"", "copied", "sum claimed"};
+static const char *const frozen_step[STEPS] = {"", "copied", "sum claimed", "copying"};
+static const char *const frozen_doing[STEPS] = {"", "delivering", "summing", "copying"};
 static atomic_int parked_delivering = -1; /* the rank whose holder stopped there */
 static _Thread_local int is_holder;
 
@@ -188,7 +191,7 @@ static void env_activated(void *owner, uint64_t round, int root, uint32_t flags)
     (void)flags;
 }
 static atomic_llong catch_ups, left_outs;
-static int stopped_in_step[3]; /* freezes in such a step that were checked */
+static int stopped_in_step[STEPS]; /* freezes in such a step that were checked */
 static atomic_int freezes, freezes_wanted; /* an application ends only after that many */
 
 static void env_completed(void *owner, const pc_round_done_t *d, void *buf)
@@ -369,7 +372,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
     atomic_store(&stop_holders, 0);
     atomic_store(&final_round, 0);
     atomic_store(&freezes, 0);
-    atomic_store(&freezes_wanted, freeze_ms ? 6 : 0);
+    atomic_store(&freezes_wanted, freeze_ms ? 9 : 0);
     memset(&object, 0, sizeof object);
     object.kind = "partial";
     int local[MAXP];
@@ -423,10 +426,12 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                 int x = (int)(rnd() % (unsigned)P);
                 atomic_store(&thawing, x);
                 atomic_store(&frozen_mid_step, atomic_load(&freezes) % 2); /* half of them between steps */
-                /* every third: stopped while it delivers a result, or (not
-                 * GROUP: one result buffer there) while it sums a round */
-                int k = atomic_load(&freezes);
-                atomic_store(&frozen_delivering, k % 3 != 2 ? 0 : kind != PCOLL_PARTIAL_GROUP && k % 6 == 5 ? 2 : 1);
+                /* every third: stopped while it delivers a result, copies
+                 * one, or (not GROUP: one result buffer there) sums a round */
+                int k = atomic_load(&freezes), step = k / 3 % 3 == 0 ? 1 : k / 3 % 3 == 1 ? 3 : 2;
+                atomic_store(&frozen_delivering, k % 3 != 2                                ? 0
+                                                 : kind == PCOLL_PARTIAL_GROUP && step == 2 ? 1
+                                                                                            : step);
                 atomic_store(&parked_delivering, -1);
                 atomic_store(&frozen, x);
                 struct timespec f = {0, freeze_ms * 1000000L};
@@ -453,7 +458,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                             if (grew < 3)
                                 fprintf(stderr, "test_shm_protocol: rank %d stopped %s for %d ms: the others completed %llu "
                                         "rounds meanwhile\n",
-                                        x, atomic_load(&frozen_delivering) == 2 ? "summing" : "delivering", 400 * freeze_ms,
+                                        x, frozen_doing[atomic_load(&frozen_delivering)], 400 * freeze_ms,
                                         grew);
                             CHECK(grew >= 3);
                             stopped_in_step[atomic_load(&frozen_delivering)]++;
@@ -579,9 +584,9 @@ int main(int argc, char **argv)
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO, 10);
     run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM, 10);
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP, 10);
-    CHECK(stopped_in_step[1] > 0 && stopped_in_step[2] > 0); /* the cases came up */
-    printf("test_shm_protocol: %ld checks passed; ranks stopped while delivering %d times, while summing %d times: "
-           "the others went on\n",
-           checks, stopped_in_step[1], stopped_in_step[2]);
+    CHECK(stopped_in_step[1] > 0 && stopped_in_step[2] > 0 && stopped_in_step[3] > 0); /* the cases came up */
+    printf("test_shm_protocol: %ld checks passed; ranks stopped while delivering %d times, while summing %d times, "
+           "while copying %d times: the others went on\n",
+           checks, stopped_in_step[1], stopped_in_step[2], stopped_in_step[3]);
     return 0;
 }
