@@ -151,7 +151,10 @@ typedef struct pc_backend_ops {
      * into pending, then calls choose(arg, taken) with no take of this
      * rank's part in between: taken is the round that will take the
      * contribution; if choose returns nonzero the application waits for that
-     * round, and the rank counts as active in it.  Returns taken. */
+     * round, and the rank counts as active in it.  Returns taken.  (A rank
+     * silent in the middle of its add may have its part taken around it,
+     * without what it holds, which then goes into a later round: choose is
+     * then asked again, with the later round.) */
     uint64_t (*contribute)(pc_backend_t *b, const void *contribution, int (*choose)(void *arg, uint64_t taken),
                            void *arg);
     /* The application waits in the library for every round from now on

@@ -18,6 +18,8 @@
  *   GROUP objects: sum[0], sum[1]: the
  *     sum of the group j leads (its
  *     smallest member) in that slot's round
+ *     (a second pair after the owed
+ *     buffer, for a sum taken over)
  *
  *   activate r (initiator / leader):  write record[r % 2], activated = r + 1
  *   take j's part of r (anyone, while j's application is not adding):
@@ -25,7 +27,10 @@
  *     contributions) into the old pending buffer: it is j's deposit for r
  *     (REPLACE, AVERAGE: the buffer holding j's latest contribution is the
  *     deposit; cur flips only if that is cur, else the last deposit is
- *     taken again, unchanged: no copy)
+ *     taken again, unchanged: no copy; an empty deposit is flagged, not
+ *     zeroed); j stopped in the middle of an add (its part held for
+ *     PCOLL_EXCLUDE_MS): its other buffer is taken around the add, without
+ *     what cur holds (ACCUMULATE: an empty part)
  *   the node's last part (or whoever finds the sum blocked and can do it):
  *     claims it, then result[r % 2] = the record and the sum of the
  *     deposits, in the slot's buffer that pub[r % 2] then names (a sum
@@ -171,7 +176,9 @@ typedef struct node_ctl {
     atomic_ullong stealing;    /* round + 1 whose deposits a take-over reads (0: none):
                                   no part of a later round is taken meanwhile */
     atomic_uint taint[2];      /* the slot's buffers a stopped summer may still write (bits) */
-    char pad4[LINE - 5 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
+    atomic_ullong part_stuck;  /* how long a part has been held by its application's
+                                  add (silence.h; what: round + 1): try_take around it */
+    char pad4[LINE - 6 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
 } node_ctl_t;
 
 typedef struct shm_backend {
@@ -190,9 +197,10 @@ typedef struct shm_backend {
     unsigned char *record[2];
     unsigned char *result[2][2]; /* [slot][buffer]: a record, then the sum (not
                                     GROUP); buffer 1 only when `spare` */
-    int spare;        /* a second result buffer per slot (one node, not GROUP,
-                         PCOLL_EXCLUDE_MS): a stopped summer's round is summed
-                         again into the other */
+    int spare;        /* a second result buffer per slot (one node,
+                         PCOLL_EXCLUDE_MS; GROUP: and a second pair of sums
+                         in each rank's segment): a stopped summer's round is
+                         summed again into the other */
     int grouped;      /* GROUP: sums per group, in the leaders' segments */
     int owing;        /* rounds go on without a silent rank (PCOLL_EXCLUDE_MS):
                          each rank has an owed buffer after its pending ones */
@@ -219,8 +227,6 @@ static unsigned char *pending_of(const shm_backend_t *s, int rank, int b)
     return (unsigned char *)s->seg[rank] + sizeof(rank_ctl_t) + (size_t)b * s->stride;
 }
 
-/* The sum of the round in `slot` that `leader`'s group shares (the result
- * slot's sum when rounds are not in groups). */
 /* The result buffer that holds the slot's round (its record, then, unless
  * GROUP, its sum). */
 static unsigned char *result_of(const shm_backend_t *s, int slot)
@@ -228,9 +234,19 @@ static unsigned char *result_of(const shm_backend_t *s, int slot)
     return s->result[slot][atomic_load(&s->nc->pub[slot]) & 1];
 }
 
+/* Where the sum of the round in `slot` that `leader`'s group shares is
+ * written in result buffer buf (the result's sum when rounds are not in
+ * groups; GROUP: in the leader's segment, buffer 1 after its owed one). */
+static unsigned char *sum_in(const shm_backend_t *s, int leader, int slot, int buf)
+{
+    if (!s->grouped) return s->result[slot][buf] + s->rec_bytes;
+    return pending_of(s, leader, buf ? 4 + s->owing + slot : 2 + slot);
+}
+
+/* ... and where it is read: the buffer that holds the slot's round */
 static unsigned char *sum_of(const shm_backend_t *s, int leader, int slot)
 {
-    return s->grouped ? pending_of(s, leader, 2 + slot) : result_of(s, slot) + s->rec_bytes;
+    return sum_in(s, leader, slot, (int)(atomic_load(&s->nc->pub[slot]) & 1));
 }
 
 /* Where the results kept for rank j while it was silent add up. */
@@ -304,11 +320,20 @@ static uint64_t shm_contribute(pc_backend_t *b, const void *contribution, int (*
             c->held[bi] = (c->held[0] > c->held[1] ? c->held[0] : c->held[1]) + 1;
     }
     PC_SHM_INTERLEAVE("contribution written");
-    uint64_t taken = st >> ST_SHIFT;
-    uint64_t set = choose(arg, taken) ? ST_WAITING : 0;
-    /* ... to here */
+    /* ... to here; the round that takes the contribution is the one the
+     * release finds (this rank's part may have been taken around the add
+     * meanwhile, if it was silent: try_take) */
+    uint64_t taken;
     st = atomic_load(&c->state);
-    while (!atomic_compare_exchange_weak(&c->state, &st, (st & ~(uint64_t)ST_ADDING) | set)) {
+    for (;;) {
+        if (st & ST_TAKING) { /* a take around the add, a few stores */
+            sched_yield();
+            st = atomic_load(&c->state);
+            continue;
+        }
+        taken = st >> ST_SHIFT;
+        uint64_t set = choose(arg, taken) ? ST_WAITING : 0;
+        if (atomic_compare_exchange_strong(&c->state, &st, (st & ~(uint64_t)ST_ADDING) | set)) break;
     }
     PC_SHM_INTERLEAVE("adding released");
     /* a round may have skipped our part while we added: give it now (any
@@ -342,20 +367,28 @@ static uint64_t shm_done(const pc_backend_t *b) { return atomic_load(&CS(b)->nc-
 static uint64_t shm_activated(const pc_backend_t *b) { return atomic_load(&CS(b)->nc->activated); }
 
 /* Takes rank j's part of round r unless it is taken or its application is
- * adding (it gives the part itself then). */
-static int try_take(shm_backend_t *s, int j, uint64_t r)
+ * adding (it gives the part itself then).  around: also while it adds (j
+ * silent for the limit: stopped in the middle of its add): the part is
+ * then its other buffer, which the add does not touch (ACCUMULATE: empty;
+ * REPLACE, AVERAGE: its last deposit again, as when nothing new came), and
+ * what it adds goes into a later round. */
+static int try_take(shm_backend_t *s, int j, uint64_t r, int around)
 {
     const pc_backend_env_t *env = &s->base.env;
     rank_ctl_t *c = ctl_of(s, j);
     uint64_t st = atomic_load(&c->state), stealing = atomic_load(&s->nc->stealing);
     if (stealing && r >= stealing) return 0; /* a take-over reads the deposits (take_over_sum) */
     do {
-        if ((st >> ST_SHIFT) != r || (st & (ST_ADDING | ST_TAKING))) return 0;
+        if ((st >> ST_SHIFT) != r || (st & ST_TAKING) || ((st & ST_ADDING) && !around)) return 0;
     } while (!atomic_compare_exchange_weak(&c->state, &st, st | ST_TAKING));
     PC_SHM_INTERLEAVE("taking");
-    int now = (int)(st & ST_CUR), bi = now, next = !now;
+    int now = (int)(st & ST_CUR), bi = now, next = !now, adding = (st & ST_ADDING) != 0;
     int64_t contributions;
-    if (env->mode != PCOLL_ACCUMULATE) {
+    if (adding) { /* the application writes `now`, and keeps it */
+        bi = !now;
+        next = now;
+        contributions = env->mode != PCOLL_ACCUMULATE && c->held[bi] > 0;
+    } else if (env->mode != PCOLL_ACCUMULATE) {
         /* the latest contribution stays pending, without a copy: the
          * current buffer if one was made since the last take (the
          * application writes the other from now on), else the last deposit
@@ -376,11 +409,13 @@ static int try_take(shm_backend_t *s, int j, uint64_t r)
     /* an empty part is not zeroed here: a take stays a few stores, however
      * large the object (a rank stopped in the middle of one holds the
      * round up) */
-    c->deposit[r % 2] = (uint32_t)bi | (c->held[bi] == 0 ? DEP_EMPTY : 0);
+    c->deposit[r % 2] = (uint32_t)bi | (contributions == 0 ? DEP_EMPTY : 0);
     PC_SHM_INTERLEAVE("deposit written");
-    /* release: taken + 1, `next` is the application's; WAITING as it is now */
+    /* release: taken + 1, `next` is the application's; WAITING (and the
+     * add a take around it leaves alone) as it is now */
     uint64_t cur = st | ST_TAKING;
-    while (!atomic_compare_exchange_weak(&c->state, &cur, ((r + 1) << ST_SHIFT) | (cur & ST_WAITING) | (uint64_t)next)) {
+    while (!atomic_compare_exchange_weak(&c->state, &cur,
+                                         ((r + 1) << ST_SHIFT) | (cur & (ST_WAITING | ST_ADDING)) | (uint64_t)next)) {
     }
     PC_SHM_INTERLEAVE("taken");
     atomic_fetch_add(&s->nc->parts[r % 2], 1);
@@ -457,13 +492,19 @@ static int sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int 
  *     application), then the flag goes: a slot waits for a live rank's
  *     delivery, not for a silent one's (it has its copy), and a later
  *     round can be kept for it meanwhile
+ *   j silent in the middle of its copy (c | BUSY): round c is kept for it
+ *     all the same (c | BUSY | STEAL, then (c + 1) | OWED); its copy, once
+ *     it goes on, fails its CAS from c | BUSY and is dropped: the round
+ *     comes with the kept ones.  Not while it copies its owed buffer
+ *     (c | BUSY | CATCHING): that is the buffer a keeper writes.
  *
  * A rank's published part is taken as it stands meanwhile (its pending
  * contribution, or nothing), as for any late rank.  A rank stopped in the
- * middle of a step (adding, taking a part, copying a result, summing a
- * GROUP round or a round across nodes) still holds its round up until it
- * goes on: nothing is lost either way (a sum on one node is taken over:
- * take_over_sum). */
+ * middle of another step (adding, taking a part: a few stores, an empty
+ * part is not zeroed; keeping a result for a silent rank, copying its owed
+ * buffer, summing a GROUP round or a round across nodes) still holds its
+ * round up until it goes on: nothing is lost either way (a sum on one node
+ * is taken over: take_over_sum). */
 
 static uint32_t clock_ms(void)
 {
@@ -585,12 +626,11 @@ static int write_result(shm_backend_t *s, uint64_t r, int slot, int buf, int cla
         int *m = s->sum_members;
         for (int lead = 0; lead < s->P; lead++) {
             int n = pc_policy_members(&env->policy, r, flags, lead, m);
-            if (m[0] == lead) sum_deposits(s, sum_of(s, lead, slot), m, n, r, claimed);
+            if (m[0] == lead && !sum_deposits(s, sum_in(s, lead, slot, buf), m, n, r, claimed)) return 0;
         }
         return 1;
     } /* else (GROUP's synchronous rounds: in the node leader's group sum) */
-    return sum_deposits(s, s->grouped ? sum_of(s, s->local[0], slot) : res + s->rec_bytes, s->local, s->nlocal, r,
-                        claimed);
+    return sum_deposits(s, sum_in(s, s->local[0], slot, buf), s->local, s->nlocal, r, claimed);
 }
 
 /* Round r's result in buffer buf becomes the slot's and r is summed,
@@ -620,7 +660,7 @@ static void publish_sum(shm_backend_t *s, uint64_t r, int slot, int buf)
  * taint; its late publish finds the round published, and it reads no
  * deposit once it sees that: a summer stopped in the middle of reading one
  * may still read it while its rank reuses it, for a sum nobody reads).  One
- * take-over per round; none with one buffer (GROUP, several nodes). */
+ * take-over per round; none across nodes (one buffer there). */
 static int take_over_sum(shm_backend_t *s, uint64_t r, int slot, int buf, int summer)
 {
     node_ctl_t *nc = s->nc;
@@ -691,8 +731,15 @@ static int help(shm_backend_t *s)
     for (;;) {
         uint64_t r = atomic_load(&s->nc->done);
         if (atomic_load(&s->nc->activated) <= r) return did;
-        if (atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->nlocal)
-            for (int i = 0; i < s->nlocal; i++) did += try_take(s, s->local[i], r);
+        if (atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->nlocal) {
+            for (int i = 0; i < s->nlocal; i++) did += try_take(s, s->local[i], r, 0);
+            /* a part held by an add (or a take) for PCOLL_EXCLUDE_MS: its
+             * rank is taken for stopped in the middle of the add */
+            if (s->owing && atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->nlocal &&
+                look_shared(s, &s->nc->part_stuck, r))
+                for (int i = 0; i < s->nlocal; i++)
+                    if (s->local[i] != s->me && PC_SHM_MAY_KEEP(s->local[i])) did += try_take(s, s->local[i], r, 1);
+        }
         if (!try_sum(s, r)) return did;
         did++;
     }
@@ -1076,11 +1123,11 @@ static size_t record_bytes(const pc_backend_env_t *env)
 }
 
 /* Whether the node leader's segment holds a second result buffer per slot
- * (try_sum: a stopped summer's round summed again): when rounds go on
- * without a silent rank, and not for GROUP sums (kept by group leaders).
- * The segment has room for it on several nodes too (unused there: the
- * node leaders exchange the sum in place). */
-static int has_spare(const pc_backend_env_t *env) { return env->exclude_ns > 0 && !is_grouped(env); }
+ * (try_sum: a stopped summer's round summed again), and a GROUP object's
+ * ranks a second pair of group sums: when rounds go on without a silent
+ * rank.  The segment has room for it on several nodes too (unused there:
+ * the node leaders exchange the sum in place). */
+static int has_spare(const pc_backend_env_t *env) { return env->exclude_ns > 0; }
 
 size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads)
 {
@@ -1090,7 +1137,7 @@ size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads)
      * results (zeroed: nothing activated); a GROUP object's ranks hold the
      * sums of the groups they lead; every rank an owed buffer when rounds
      * may go on without it */
-    size_t sums = grouped ? 2 * stride : 0, owed = env->exclude_ns ? stride : 0;
+    size_t sums = grouped ? 2 * stride * (has_spare(env) ? 2 : 1) : 0, owed = env->exclude_ns ? stride : 0;
     size_t results = 2 * (rec_bytes + (grouped ? 0 : stride)) * (has_spare(env) ? 2 : 1);
     return sizeof(rank_ctl_t) + 2 * stride + sums + owed + (leads ? sizeof(node_ctl_t) + 2 * rec_bytes + results : 0);
 }
@@ -1108,7 +1155,9 @@ static void place(shm_backend_t *s, const pc_backend_env_t *env, void **seg, con
     s->grouped = is_grouped(env);
     s->owing = env->exclude_ns > 0;
     s->exclude_ms = (uint32_t)(env->exclude_ns / 1000000u);
-    s->nc = (node_ctl_t *)pending_of(s, s->local[0], (s->grouped ? 4 : 2) + s->owing);
+    /* after the pending buffers, the group sums, the owed buffer and the
+     * spare group sums */
+    s->nc = (node_ctl_t *)pending_of(s, s->local[0], (s->grouped ? 4 + 2 * has_spare(env) : 2) + s->owing);
     s->record[0] = (unsigned char *)(s->nc + 1);
     s->record[1] = s->record[0] + s->rec_bytes;
     s->spare = has_spare(env) && s->nnodes == 1;

@@ -556,7 +556,8 @@ typedef struct step_choice {
 
 /* Which step follows step 1: called while no round can take this rank's
  * part; `taken` is the round that will.  Nonzero: the application waits
- * for that round (and counts as active in it). */
+ * for that round (and counts as active in it).  It may be called again
+ * for a later round (backend.h: contribute). */
 static int choose(void *arg, uint64_t taken)
 {
     step_choice_t *c = arg;

@@ -88,15 +88,16 @@ static int may_keep(int rank) { return atomic_load(&frozen) == rank || atomic_lo
 static atomic_int frozen_mid_step; /* 1: at any step of the protocol; 0: only between
                                        them (a process stopped in its own work) */
 
-/* A step the holder of the frozen rank stops in (its application between
- * steps), and the others must go on without it: 1 delivering a result it
- * copied (as a process whose application thread, woken by the delivery,
- * raises SIGSTOP), 2 summing a round it claimed (taken over), 3 copying a
- * result it claimed (kept for it); 0: none */
-enum { STEPS = 4 };
+/* A step a thread of the frozen rank stops in (its other thread between
+ * steps), and the others must go on without it: its holder 1 delivering a
+ * result it copied (as a process whose application thread, woken by the
+ * delivery, raises SIGSTOP), 2 summing a round it claimed (taken over), 3
+ * copying a result it claimed (kept for it); its application 4 adding its
+ * contribution (its part taken around the add); 0: none */
+enum { STEPS = 5, APP_STEP = 4 };
 static atomic_int frozen_delivering;
-static const char *const frozen_step[STEPS] = {"", "copied", "sum claimed", "copying"};
-static const char *const frozen_doing[STEPS] = {"", "delivering", "summing", "copying"};
+static const char *const frozen_step[STEPS] = {"", "copied", "sum claimed", "copying", "contribution written"};
+static const char *const frozen_doing[STEPS] = {"", "delivering", "summing", "copying", "adding"};
 static atomic_int parked_delivering = -1; /* the rank whose holder stopped there */
 static _Thread_local int is_holder;
 
@@ -104,11 +105,12 @@ static _Thread_local int is_holder;
  * inside a step of the protocol, `where`) */
 static void stop_if_frozen(int mid_step, const char *where)
 {
-    /* the holder alone runs on to that step (its application stopped
+    /* the step's thread alone runs on to that step (the other stopped
      * between steps: it takes nothing on meanwhile) */
-    int at_delivery = is_holder && where && strcmp(where, frozen_step[atomic_load(&frozen_delivering)]) == 0;
-    if (!mid_step && where && atomic_load(&frozen_delivering)) return;
-    if (mid_step && (atomic_load(&frozen_delivering) ? !at_delivery : !atomic_load(&frozen_mid_step))) return;
+    int step = atomic_load(&frozen_delivering), steps_thread = step == APP_STEP ? !is_holder : is_holder;
+    int at_delivery = steps_thread && where && strcmp(where, frozen_step[step]) == 0;
+    if (!mid_step && step && steps_thread) return;
+    if (mid_step && (step ? !at_delivery : !atomic_load(&frozen_mid_step))) return;
     if (my_rank < 0 || atomic_load(&frozen) != my_rank) return;
     if (at_delivery) atomic_store(&parked_delivering, my_rank);
     while (atomic_load(&frozen) == my_rank) {
@@ -156,6 +158,7 @@ typedef struct rank {
     /* the application */
     int64_t given;   /* contributions made */
     double total;    /* of its values */
+    uint64_t *taken; /* per contribution: the round contribute said takes it */
     atomic_int app_done;
     pthread_t app, holder;
 } rank_t;
@@ -192,6 +195,7 @@ static void env_activated(void *owner, uint64_t round, int root, uint32_t flags)
 }
 static atomic_llong catch_ups, left_outs;
 static int stopped_in_step[STEPS]; /* freezes in such a step that were checked */
+static int holder_steps;           /* freezes of a holder in a step so far */
 static atomic_int freezes, freezes_wanted; /* an application ends only after that many */
 
 static void env_completed(void *owner, const pc_round_done_t *d, void *buf)
@@ -258,7 +262,7 @@ static void *app_thread(void *arg)
         stop_if_frozen(0, NULL);
         double x = (double)(rk->me * K + k + 1);
         for (int i = rk->me; i < COUNT; i += P) v[i] = x;
-        rk->b->ops->contribute(rk->b, v, choose_waiting, NULL);
+        rk->taken[k] = rk->b->ops->contribute(rk->b, v, choose_waiting, NULL);
         rk->given++;
         rk->total += x;
         if (rnd() % 8 == 0) rk->b->ops->want(rk->b, rk->b->ops->done(rk->b) + 1);
@@ -372,7 +376,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
     atomic_store(&stop_holders, 0);
     atomic_store(&final_round, 0);
     atomic_store(&freezes, 0);
-    atomic_store(&freezes_wanted, freeze_ms ? 9 : 0);
+    atomic_store(&freezes_wanted, freeze_ms ? 12 : 0);
     memset(&object, 0, sizeof object);
     object.kind = "partial";
     int local[MAXP];
@@ -381,6 +385,8 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
         rank_t *rk = &ranks[j];
         memset(rk, 0, sizeof *rk);
         rk->me = j;
+        rk->taken = calloc((size_t)K, sizeof(uint64_t));
+        CHECK(rk->taken != NULL);
         pc_backend_env_t *e = &rk->env;
         e->P = P;
         e->me = j;
@@ -426,12 +432,16 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                 int x = (int)(rnd() % (unsigned)P);
                 atomic_store(&thawing, x);
                 atomic_store(&frozen_mid_step, atomic_load(&freezes) % 2); /* half of them between steps */
-                /* every third: stopped while it delivers a result, copies
-                 * one, or (not GROUP: one result buffer there) sums a round */
-                int k = atomic_load(&freezes), step = k / 3 % 3 == 0 ? 1 : k / 3 % 3 == 1 ? 3 : 2;
-                atomic_store(&frozen_delivering, k % 3 != 2                                ? 0
-                                                 : kind == PCOLL_PARTIAL_GROUP && step == 2 ? 1
-                                                                                            : step);
+                /* stopped while it adds its contribution (the first
+                 * freeze), delivers a result, copies one or sums a round
+                 * (every third) */
+                int k = atomic_load(&freezes), step = 0;
+                static const int holder_step[3] = {1, 3, 2};
+                if (k == 0)
+                    step = APP_STEP; /* the first: while the applications still add */
+                else if (k % 3 == 2)
+                    step = holder_step[holder_steps++ % 3];
+                atomic_store(&frozen_delivering, step);
                 atomic_store(&parked_delivering, -1);
                 atomic_store(&frozen, x);
                 struct timespec f = {0, freeze_ms * 1000000L};
@@ -450,11 +460,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                                     grew = atomic_load(&ranks[o].completed) - before[o];
                             if (atomic_load(&ranks[(x + 1) % P].app_done)) break;
                         }
-                        /* (its application stopped inside a contribution,
-                         * holding its part: a step that holds rounds up by
-                         * design; the run's other checks still apply) */
-                        uint64_t st = atomic_load(&ctl_of((const shm_backend_t *)ranks[x].b, x)->state);
-                        if (!atomic_load(&ranks[(x + 1) % P].app_done) && !(st & ST_ADDING)) {
+                        if (!atomic_load(&ranks[(x + 1) % P].app_done)) {
                             if (grew < 3)
                                 fprintf(stderr, "test_shm_protocol: rank %d stopped %s for %d ms: the others completed %llu "
                                         "rounds meanwhile\n",
@@ -484,6 +490,18 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
 
     uint64_t rounds = atomic_load(&final_round);
     double per_rank[MAXP] = {0}, last_seen[MAXP] = {0};
+    /* ACCUMULATE: round r holds rank o's contributions that contribute
+     * said round r takes.  A rank stopped in the middle of an add may have
+     * its part taken around it: then what it held goes into a later round
+     * (never an earlier one), the round said for the contribution it was
+     * adding (contribute reads it once the add is over) */
+    double *said = calloc((size_t)P * rounds, sizeof(double)), said_so_far[MAXP] = {0}, had_so_far[MAXP] = {0};
+    CHECK(said != NULL);
+    for (int o = 0; o < P; o++)
+        for (int k = 0; k < K; k++) {
+            CHECK(ranks[o].taken[k] < rounds);
+            said[(size_t)o * rounds + ranks[o].taken[k]] += (double)(o * K + k + 1);
+        }
     int64_t counted = 0, given = 0;
     for (int j = 0; j < P; j++) {
         CHECK(atomic_load(&ranks[j].completed) == rounds);
@@ -536,6 +554,15 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                 int o = members[i];
                 double v = x->part[o];
                 per_rank[o] += v;
+                if (mode == PCOLL_ACCUMULATE) {
+                    double here = said[(size_t)o * rounds + r];
+                    said_so_far[o] += here;
+                    had_so_far[o] += v;
+                    if (freeze_ms)
+                        CHECK(had_so_far[o] <= said_so_far[o] && (v == 0 || here > 0));
+                    else
+                        CHECK(v == here);
+                }
                 if (mode == PCOLL_REPLACE) {
                     /* one contribution of o, or nothing before its first */
                     CHECK(v == 0 || (v >= o * K + 1 && v <= o * K + K));
@@ -563,9 +590,11 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
     printf("\n");
     for (int j = 0; j < P; j++) {
         free(ranks[j].rounds);
+        free(ranks[j].taken);
         ranks[j].b->ops->destroy(ranks[j].b);
     }
     for (int j = 0; j < P; j++) free(segs[j]);
+    free(said);
 }
 
 int main(int argc, char **argv)
@@ -584,9 +613,9 @@ int main(int argc, char **argv)
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_SOLO, 10);
     run(4, PCOLL_REPLACE, PCOLL_PARTIAL_QUORUM, 10);
     run(4, PCOLL_ACCUMULATE, PCOLL_PARTIAL_GROUP, 10);
-    CHECK(stopped_in_step[1] > 0 && stopped_in_step[2] > 0 && stopped_in_step[3] > 0); /* the cases came up */
+    for (int k = 1; k < STEPS; k++) CHECK(stopped_in_step[k] > 0); /* the cases came up */
     printf("test_shm_protocol: %ld checks passed; ranks stopped while delivering %d times, while summing %d times, "
-           "while copying %d times: the others went on\n",
-           checks, stopped_in_step[1], stopped_in_step[2], stopped_in_step[3]);
+           "while copying %d times, while adding %d times: the others went on\n",
+           checks, stopped_in_step[1], stopped_in_step[2], stopped_in_step[3], stopped_in_step[APP_STEP]);
     return 0;
 }
