@@ -8,7 +8,8 @@
 # must run, and every gradient must be delivered once at every rank.
 # Then ranks 1 and 2 stopped at the same step (solo, both data phases),
 # and rank 0 alone (majority and quorum:2 in both data phases;
-# test_exclude coordinator stops it in every kind by messages).
+# test_exclude coordinator stops it in every kind by messages), and two
+# ranks stopped from outside at a random moment (--inject freeze).
 # `timeout` turns a hang into a failure.  The solo run's timeline must show the rounds that left
 # rank 1 out at the others and its catch-up at rank 1, pcoll-trace must
 # merge it, and its report must name rank 1 (and only it) as left out and
@@ -99,3 +100,7 @@ INJECT=stop:0:60:2 run messages majority
 INJECT=stop:0:60:2 run shm majority
 INJECT=stop:0:60:2 run messages quorum:2
 INJECT=stop:0:60:2 run shm quorum:2
+# stopped from outside, wherever its threads are (adding, taking a part,
+# summing, copying: the node-shared steps go on without it)
+INJECT=freeze:0:60:2 run shm quorum:2
+INJECT=freeze:1:60:2 run shm wagma --sync-every 0

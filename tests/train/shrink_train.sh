@@ -37,7 +37,7 @@ if bad: print("shrink_train: not met:", ", ".join(bad), "; JSON:", json.dumps(r)
 sys.exit(1 if bad else 0)
 PY
 
-for bad in "--on-failure nonsense" "--inject kill:x:3" "--inject stop:1:3" "--inject stop:1:3:0" "--failure-timeout 0" \
+for bad in "--on-failure nonsense" "--inject kill:x:3" "--inject stop:1:3" "--inject stop:1:3:0" "--inject freeze:1:3" "--failure-timeout 0" \
     "--algo mpi --on-failure shrink"; do
     set -- $bad
     out=$("$train" $bad 2>&1) && fail "pcoll-train $bad was accepted"

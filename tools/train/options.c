@@ -116,7 +116,11 @@ static const char *help =
     "                        kills itself (SIGKILL) before its step STEP;\n"
     "                        stop:R[,R...]:STEP:S, each rank listed stops (SIGSTOP)\n"
     "                        there for S seconds (a helper process sends SIGCONT); the\n"
-    "                        summary then gives the other ranks' steps/s meanwhile\n"
+    "                        summary then gives the other ranks' steps/s meanwhile;\n"
+    "                        freeze:R[,R...]:STEP:S, the same, but a helper process\n"
+    "                        sends the SIGSTOP at a random moment of the next 50 ms,\n"
+    "                        wherever the rank's threads are (as a scheduler or a\n"
+    "                        debugger would)\n"
     "  --checkpoint DIR      write a checkpoint to DIR/checkpoint (replaced atomically):\n"
     "                        the partial exchanges are flushed, the models and momenta\n"
     "                        averaged (every rank the same), rank 0 writes the model,\n"
@@ -336,12 +340,15 @@ int train_opts_parse(int argc, char **argv, int rank, train_opts_t *o)
                 o->ninject_ranks = 1;
                 o->inject_ranks[0] = rk;
                 snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%d", rk);
-            } else if ((used = 0, sscanf(v, "stop:%63[0-9,]:%ld:%lf%n", ranks, &st, &sec, &used)) == 3 &&
+            } else if (((used = 0, sscanf(v, "stop:%63[0-9,]:%ld:%lf%n", ranks, &st, &sec, &used)) == 3 ||
+                        (used = 0, sscanf(v, "freeze:%63[0-9,]:%ld:%lf%n", ranks, &st, &sec, &used)) == 3) &&
                        v[used] == '\0' && st >= 0 && sec > 0 && sec <= 3600 && parse_ranks(ranks, o)) {
                 o->inject = INJECT_STOP;
+                o->inject_outside = v[0] == 'f';
                 snprintf(o->inject_ranks_text, sizeof o->inject_ranks_text, "%s", ranks);
             } else {
-                tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP or stop:RANK[,RANK...]:STEP:SECONDS "
+                tool_usage_error(prog, "--inject: \"%s\" is not kill:RANK:STEP, stop:RANK[,RANK...]:STEP:SECONDS or "
+                                 "freeze:RANK[,RANK...]:STEP:SECONDS "
                                  "(0 < SECONDS <= 3600, at most %d ranks, each once)", v,
                                  (int)(sizeof o->inject_ranks / sizeof o->inject_ranks[0]));
             }

@@ -20,6 +20,7 @@
 #include "data.h"
 #include "err.h"
 #include "exchange.h"
+#include "freeze.h"
 #include "gemm.h"
 #include "imbalance.h"
 #include "mlp.h"
@@ -81,6 +82,7 @@ typedef struct run {
     uint64_t nstep_end;
     int injected;
     double stopped_at, resumed_at;
+    tr_freeze_t freeze; /* --inject freeze */
     /* --on-failure shrink */
     int shrinks;
     uint64_t shrink_step;
@@ -811,6 +813,14 @@ static void inject_failure(run_t *r)
         fflush(NULL);
         raise(SIGKILL);
     }
+    if (o->inject_outside) { /* stopped from outside, a moment of the next 50 ms: this step goes on */
+        double delay = 0.001 + 0.049 * (double)((unsigned)(now_mono() * 1e6) % 1000u) / 1000.0;
+        if (tr_freeze_start(&r->freeze, delay, o->inject_seconds) != 0) {
+            tr_fail("--inject freeze: cannot start the process that would stop this one");
+            fatal(r->rank);
+        }
+        return;
+    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "sleep %.3f; kill -CONT %ld", o->inject_seconds, (long)getpid());
     char *argv[] = {"sh", "-c", cmd, NULL};
@@ -838,6 +848,15 @@ static int injects_here(const train_opts_t *o, int world_rank)
  * and how long after SIGCONT the stopped rank's next step ended. */
 static void stop_report(run_t *r, train_result_t *res)
 {
+    if (r->injected && r->o.inject_outside) { /* when the helper's stop came */
+        tr_freeze_end(&r->freeze);
+        r->stopped_at = r->freeze.stopped_at;
+        r->resumed_at = r->freeze.resumed_at;
+        if (r->stopped_at == 0) {
+            tr_fail("--inject freeze: the stop was not seen (the helper failed?)");
+            fatal(r->rank);
+        }
+    }
     double t[2] = {r->stopped_at, r->resumed_at};
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, r->comm), "MPI_Allreduce", r->rank);
     const double len = r->o.inject_seconds;

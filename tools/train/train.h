@@ -56,6 +56,8 @@ typedef struct train_opts {
     char inject_ranks_text[64]; /* ... as listed */
     long inject_step;          /* before its step STEP */
     double inject_seconds;     /* stop: for this long */
+    int inject_outside;        /* stop: sent from outside, at a moment of step STEP
+                                  that the process does not choose (freeze) */
     const char *checkpoint_dir; /* --checkpoint DIR: write DIR/checkpoint (NULL = none) */
     long checkpoint_every;     /* ... every N steps (0 = at every epoch's end) */
     const char *resume_dir;    /* --resume DIR: start from DIR/checkpoint (NULL = none) */
