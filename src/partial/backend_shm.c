@@ -366,6 +366,10 @@ static void shm_want(pc_backend_t *b, uint64_t round)
 static uint64_t shm_done(const pc_backend_t *b) { return atomic_load(&CS(b)->nc->done); }
 static uint64_t shm_activated(const pc_backend_t *b) { return atomic_load(&CS(b)->nc->activated); }
 
+/* try_take's `around`: the part may be taken around an add, as its rank
+ * held it for the limit, or is known silent (its results are kept) */
+enum { AROUND_NOT, AROUND_TIMED, AROUND_KNOWN };
+
 /* Takes rank j's part of round r unless it is taken or its application is
  * adding (it gives the part itself then).  around: also while it adds (j
  * silent for the limit: stopped in the middle of its add): the part is
@@ -383,6 +387,7 @@ static int try_take(shm_backend_t *s, int j, uint64_t r, int around)
     } while (!atomic_compare_exchange_weak(&c->state, &st, st | ST_TAKING));
     PC_SHM_INTERLEAVE("taking");
     int now = (int)(st & ST_CUR), bi = now, next = !now, adding = (st & ST_ADDING) != 0;
+    if (adding) PC_SHM_INTERLEAVE(around == AROUND_KNOWN ? "taking around a known silent add" : "taking around an add");
     int64_t contributions;
     if (adding) { /* the application writes `now`, and keeps it */
         bi = !now;
@@ -732,13 +737,20 @@ static int help(shm_backend_t *s)
         uint64_t r = atomic_load(&s->nc->done);
         if (atomic_load(&s->nc->activated) <= r) return did;
         if (atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->nlocal) {
-            for (int i = 0; i < s->nlocal; i++) did += try_take(s, s->local[i], r, 0);
-            /* a part held by an add (or a take) for PCOLL_EXCLUDE_MS: its
-             * rank is taken for stopped in the middle of the add */
-            if (s->owing && atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->nlocal &&
-                look_shared(s, &s->nc->part_stuck, r))
-                for (int i = 0; i < s->nlocal; i++)
-                    if (s->local[i] != s->me && PC_SHM_MAY_KEEP(s->local[i])) did += try_take(s, s->local[i], r, 1);
+            for (int i = 0; i < s->nlocal; i++) did += try_take(s, s->local[i], r, AROUND_NOT);
+            /* a part held by an add (or a take) for PCOLL_EXCLUDE_MS, or
+             * by a rank known silent (its results are kept): the rank is
+             * taken for stopped in the middle of its add (at once for the
+             * rounds after the first: each would wait the limit again) */
+            if (s->owing && atomic_load(&s->nc->parts[r % 2]) < (unsigned)s->nlocal) {
+                int timed = look_shared(s, &s->nc->part_stuck, r);
+                for (int i = 0; i < s->nlocal; i++) {
+                    int j = s->local[i];
+                    if (j != s->me && PC_SHM_MAY_KEEP(j) &&
+                        (timed || (atomic_load(&ctl_of(s, j)->consumed) & CONS_OWED)))
+                        did += try_take(s, j, r, timed ? AROUND_TIMED : AROUND_KNOWN);
+                }
+            }
         }
         if (!try_sum(s, r)) return did;
         did++;
