@@ -197,10 +197,10 @@ typedef struct shm_backend {
     unsigned char *record[2];
     unsigned char *result[2][2]; /* [slot][buffer]: a record, then the sum (not
                                     GROUP); buffer 1 only when `spare` */
-    int spare;        /* a second result buffer per slot (one node,
-                         PCOLL_EXCLUDE_MS; GROUP: and a second pair of sums
-                         in each rank's segment): a stopped summer's round is
-                         summed again into the other */
+    int spare;        /* a second result buffer per slot (PCOLL_EXCLUDE_MS;
+                         GROUP: and a second pair of sums in each rank's
+                         segment): a stopped summer's round is summed again
+                         into the other */
     int grouped;      /* GROUP: sums per group, in the leaders' segments */
     int owing;        /* rounds go on without a silent rank (PCOLL_EXCLUDE_MS):
                          each rank has an owed buffer after its pending ones */
@@ -665,7 +665,7 @@ static void publish_sum(shm_backend_t *s, uint64_t r, int slot, int buf)
  * taint; its late publish finds the round published, and it reads no
  * deposit once it sees that: a summer stopped in the middle of reading one
  * may still read it while its rank reuses it, for a sum nobody reads).  One
- * take-over per round; none across nodes (one buffer there). */
+ * take-over per round. */
 static int take_over_sum(shm_backend_t *s, uint64_t r, int slot, int buf, int summer)
 {
     node_ctl_t *nc = s->nc;
@@ -1137,8 +1137,8 @@ static size_t record_bytes(const pc_backend_env_t *env)
 /* Whether the node leader's segment holds a second result buffer per slot
  * (try_sum: a stopped summer's round summed again), and a GROUP object's
  * ranks a second pair of group sums: when rounds go on without a silent
- * rank.  The segment has room for it on several nodes too (unused there:
- * the node leaders exchange the sum in place). */
+ * rank.  Across nodes the node leader exchanges the node sum in place, in
+ * the buffer published. */
 static int has_spare(const pc_backend_env_t *env) { return env->exclude_ns > 0; }
 
 size_t pc_backend_shm_segment_bytes(const pc_backend_env_t *env, int leads)
@@ -1172,7 +1172,7 @@ static void place(shm_backend_t *s, const pc_backend_env_t *env, void **seg, con
     s->nc = (node_ctl_t *)pending_of(s, s->local[0], (s->grouped ? 4 + 2 * has_spare(env) : 2) + s->owing);
     s->record[0] = (unsigned char *)(s->nc + 1);
     s->record[1] = s->record[0] + s->rec_bytes;
-    s->spare = has_spare(env) && s->nnodes == 1;
+    s->spare = has_spare(env);
     size_t one = s->rec_bytes + (s->grouped ? 0 : s->stride);
     s->result[0][0] = s->record[1] + s->rec_bytes;
     s->result[1][0] = s->result[0][0] + one;
