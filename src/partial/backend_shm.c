@@ -504,12 +504,13 @@ static int sum_deposits(shm_backend_t *s, unsigned char *sum, const int *m, int 
  *     (c | BUSY | CATCHING): that is the buffer a keeper writes.
  *
  * A rank's published part is taken as it stands meanwhile (its pending
- * contribution, or nothing), as for any late rank.  A rank stopped in the
- * middle of another step (adding, taking a part: a few stores, an empty
- * part is not zeroed; keeping a result for a silent rank, copying its owed
- * buffer, summing a GROUP round or a round across nodes) still holds its
- * round up until it goes on: nothing is lost either way (a sum on one node
- * is taken over: take_over_sum). */
+ * contribution, or nothing), as for any late rank, and around its add if
+ * it stopped in the middle of one (try_take); a sum it claimed is summed
+ * again (take_over_sum).  A rank stopped in the middle of another step
+ * (taking a part: a few stores, an empty part is not zeroed; claiming a
+ * round's record; keeping a result for a silent rank, copying its owed
+ * buffer) still holds its round up until it goes on: nothing is lost
+ * either way. */
 
 static uint32_t clock_ms(void)
 {
