@@ -12,7 +12,7 @@
 
 extern char **environ;
 
-static double mono_now(void)
+double tr_mono_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -25,11 +25,11 @@ static double mono_now(void)
 static void *watch(void *arg)
 {
     tr_freeze_t *f = arg;
-    const double give_up = mono_now() + f->seconds + 60;
+    const double give_up = tr_mono_now() + f->seconds + 60;
     const struct timespec ms = {0, 1000000};
-    for (double before = mono_now(); before < give_up && !atomic_load(&f->cancel);) {
+    for (double before = tr_mono_now(); before < give_up && !atomic_load(&f->cancel);) {
         nanosleep(&ms, NULL);
-        double after = mono_now();
+        double after = tr_mono_now();
         if (after - before >= f->seconds / 2) {
             f->stopped_at = before;
             f->resumed_at = after;

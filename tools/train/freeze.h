@@ -29,6 +29,10 @@ typedef struct tr_freeze {
     double stopped_at, resumed_at; /* CLOCK_MONOTONIC; 0: not seen */
 } tr_freeze_t;
 
+/* CLOCK_MONOTONIC in seconds: one clock for every process of the machine,
+ * that of the stop's times and of pcoll-train's step ends. */
+double tr_mono_now(void);
+
 /* Starts the helper that stops this process after delay_s for seconds, and
  * the thread that sees when it happened; 0, or -1 (nothing started). */
 int tr_freeze_start(tr_freeze_t *f, double delay_s, double seconds);

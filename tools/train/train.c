@@ -793,13 +793,6 @@ static int checkpoint_due(const run_t *r, int epoch_end)
     return epoch_end;
 }
 
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* --inject: SIGKILL of this process, or SIGSTOP for inject_seconds (a
  * helper process sends the SIGCONT: a stopped process cannot) */
 static void inject_failure(run_t *r)
@@ -814,7 +807,7 @@ static void inject_failure(run_t *r)
         raise(SIGKILL);
     }
     if (o->inject_outside) { /* stopped from outside, a moment of the next 50 ms: this step goes on */
-        double delay = 0.001 + 0.049 * (double)((unsigned)(now_mono() * 1e6) % 1000u) / 1000.0;
+        double delay = 0.001 + 0.049 * (double)((unsigned)(tr_mono_now() * 1e6) % 1000u) / 1000.0;
         if (tr_freeze_start(&r->freeze, delay, o->inject_seconds) != 0) {
             tr_fail("--inject freeze: cannot start the process that would stop this one");
             fatal(r->rank);
@@ -829,9 +822,9 @@ static void inject_failure(run_t *r)
         tr_fail("--inject stop: cannot start the process that would resume this one");
         fatal(r->rank);
     }
-    r->stopped_at = now_mono();
+    r->stopped_at = tr_mono_now();
     raise(SIGSTOP);
-    r->resumed_at = now_mono();
+    r->resumed_at = tr_mono_now();
     waitpid(helper, NULL, 0);
 }
 
@@ -929,7 +922,7 @@ static void train_step(run_t *r, long e, long *b, uint64_t epoch_first, epoch_st
     st->sleep_s += tc - tb;
     st->exchange_s += td - tc;
     st->steps++;
-    if (r->step_end && r->nstep_end < r->total_steps) r->step_end[r->nstep_end++] = now_mono();
+    if (r->step_end && r->nstep_end < r->total_steps) r->step_end[r->nstep_end++] = tr_mono_now();
     r->step++;
     /* Partial Reduce: the group's members continue from its largest
        iteration, so a slow rank that averaged with faster ones skips the
