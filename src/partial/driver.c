@@ -415,17 +415,24 @@ static void nudge_run(pc_engine_t *e, void *arg)
 
 /* Any other rank (MAJORITY, QUORUM): once the leader is silent (asked: by
  * messages, it is left out of the view once its deputy takes over), the
- * round this rank waits for is counted here too (the initiator asked). */
+ * round this rank waits for is counted here too (the initiator asked).
+ * MAJORITY, the leader not silent: a silent initiator is stood in for here
+ * too, as the leader does (the leader cannot tell whether a rank of another
+ * node is silent: the initiator's node-mates can). */
 static void stand_in_run(pc_engine_t *e, void *arg)
 {
     (void)e;
     pcoll_partial_t *p = arg;
     uint64_t n = p->arrived;
-    if (n == 0 || n - 1 < p->be->ops->activated(p->be) ||
-        !pc_policy_counts_without_leader(&p->policy, p->me, n - 1))
-        return;
+    if (n == 0 || n - 1 < p->be->ops->activated(p->be) || p->finishing) return;
+    uint64_t r = n - 1;
     p->probing = 1;
-    if (silent(p, PC_LEADER)) arrive_without_leader(p, n - 1);
+    if (pc_policy_counts_without_leader(&p->policy, p->me, r) && silent(p, PC_LEADER)) {
+        arrive_without_leader(p, r);
+    } else {
+        int init = pc_policy_initiator_to_cover(&p->policy, p->me, r, p->scratch);
+        if (init >= 0 && silent(p, init)) activate(p, r, init, PC_ROUND_STANDIN, NULL);
+    }
     p->probing = 0;
 }
 

@@ -90,6 +90,13 @@ int pc_policy_counts_without_leader(const pc_policy_t *pol, int me, uint64_t rou
            !pc_policy_is_sync(pol, round);
 }
 
+int pc_policy_initiator_to_cover(const pc_policy_t *pol, int me, uint64_t round, int *scratch)
+{
+    if (pol->kind != PCOLL_PARTIAL_MAJORITY || pc_policy_is_sync(pol, round)) return -1;
+    int init = pc_policy_initiator(pol, round, scratch);
+    return init == me || init == PC_LEADER ? -1 : init;
+}
+
 int pc_policy_shares_arrivals(const pc_policy_t *pol) { return pol->kind == PCOLL_PARTIAL_QUORUM; }
 
 /* ---- the leader ---- */

@@ -108,6 +108,14 @@ pc_arrival_t pc_policy_arrival(const pc_policy_t *pol, int me, uint64_t round, i
  * its arrival to every rank (pc_policy_shares_arrivals), since any of them
  * may count the quorum. */
 int pc_policy_counts_without_leader(const pc_policy_t *pol, int me, uint64_t round);
+/* The MAJORITY initiator of round r that a rank `me`, whose application
+ * waits for r (not activated), starts r for once it finds it silent
+ * (PC_ROUND_STANDIN, the round named after the initiator), as the leader
+ * does; -1 if none: another kind, a synchronous round, or `me` or the
+ * leader initiates r (the leader's silence is counted for:
+ * pc_leader_decide_stand_in).  The leader sees only some ranks' silence (in
+ * node-shared memory, its own node's): whoever sees it starts the round. */
+int pc_policy_initiator_to_cover(const pc_policy_t *pol, int me, uint64_t round, int *scratch);
 /* 1 if a decision needs other ranks' arrivals (QUORUM); 0 if a rank's own
  * suffices (MAJORITY: the initiator's state decides). */
 int pc_policy_shares_arrivals(const pc_policy_t *pol);

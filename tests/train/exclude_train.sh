@@ -8,7 +8,8 @@
 # must run, and every gradient must be delivered once at every rank.
 # Then ranks 1 and 2 stopped at the same step (solo, both data phases),
 # and rank 0 alone (majority and quorum:2 in both data phases;
-# test_exclude coordinator stops it in every kind by messages), and two
+# test_exclude coordinator stops it in every kind by messages), rank 3 on
+# the second of two emulated nodes (majority, hierarchical), and two
 # ranks stopped from outside at a random moment (--inject freeze).
 # `timeout` turns a hang into a failure.  The solo run's timeline must show the rounds that left
 # rank 1 out at the others and its catch-up at rank 1, pcoll-trace must
@@ -29,6 +30,7 @@ run() {
     shift 2
     env=""
     [ "$phase" = messages ] && env="-x PCOLL_PARTIAL_SHM_BYTES=0"
+    [ "$phase" = hierarchical ] && env="-x PCOLL_RANKS_PER_NODE=2"
     # shellcheck disable=SC2086
     timeout 300 $mpi -x PCOLL_EXCLUDE_MS=200 $env -np 4 "$train" --algo "$algo" "$@" --epochs 2 --max-steps 200 \
         --train-limit 20000 --inject "${INJECT:-stop:1:60:2}" --quiet --json "$dir/s.json" >"$dir/out" 2>&1 ||
@@ -100,6 +102,10 @@ INJECT=stop:0:60:2 run messages majority
 INJECT=stop:0:60:2 run shm majority
 INJECT=stop:0:60:2 run messages quorum:2
 INJECT=stop:0:60:2 run shm quorum:2
+# two nodes of two ranks (the hierarchical data phase): rank 3 stopped,
+# whose silence the leader (rank 0, on the other node) cannot see, so its
+# node-mate starts the MAJORITY rounds rank 3 initiates
+INJECT=stop:3:60:2 run hierarchical majority
 # stopped from outside, wherever its threads are (adding, taking a part,
 # summing, copying: the node-shared steps go on without it)
 INJECT=freeze:0:60:2 run shm quorum:2

@@ -6,7 +6,8 @@
  *   - synchronous rounds, the call's step, what an arriving rank does;
  *   - without the leader: which ranks count and share arrivals, and what
  *     a rank's own counter decides (QUORUM's shared arrivals, MAJORITY's
- *     silent initiators, never a synchronous round);
+ *     silent initiators, never a synchronous round; which silent MAJORITY
+ *     initiator a waiting rank stands in for while the leader is alive);
  *   - the leader: QUORUM counts arrivals (and parked ranks, listed in the
  *     counted bitmap), MAJORITY stands in only for a parked initiator, a
  *     synchronous round waits for everyone, flush and free rounds need all
@@ -253,6 +254,33 @@ static void test_silent(void)
     pc_leader_destroy(&l);
 }
 
+/* Which silent MAJORITY initiator a waiting rank other than the leader
+ * covers: the round's initiator, unless it is that rank itself or the
+ * leader, or the round is synchronous; never for another kind. */
+static void test_initiator_to_cover(void)
+{
+    int scratch[8];
+    pc_policy_t p = pol(PCOLL_PARTIAL_MAJORITY, 8, 1, 4, 11); /* tau = 4: rounds 3, 7, ... synchronous */
+    int covered = 0;
+    for (uint64_t r = 0; r < 64; r++) {
+        int init = pc_policy_initiator(&p, r, scratch);
+        for (int me = 0; me < 8; me++) {
+            int c = pc_policy_initiator_to_cover(&p, me, r, scratch);
+            if (pc_policy_is_sync(&p, r) || init == me || init == PC_LEADER)
+                CHECK(c == -1);
+            else
+                CHECK(c == init);
+            covered += c >= 0;
+        }
+    }
+    CHECK(covered > 0);
+    for (int kind = 0; kind < 4; kind++) {
+        if (kind == PCOLL_PARTIAL_MAJORITY) continue;
+        pc_policy_t o = pol((pcoll_partial_kind_t)kind, 8, 3, 0, 11);
+        for (uint64_t r = 0; r < 16; r++) CHECK(pc_policy_initiator_to_cover(&o, 1, r, scratch) == -1);
+    }
+}
+
 /* Without the leader: who counts (any other rank, MAJORITY and QUORUM,
  * not synchronous rounds), who shares its arrival (QUORUM), and what a
  * rank's counter decides. */
@@ -469,6 +497,7 @@ int main(void)
     test_early_arrivals();
     test_majority();
     test_silent();
+    test_initiator_to_cover();
     test_without_leader();
     test_sync_flush_free();
     test_random();
