@@ -43,7 +43,8 @@ during, before = r["others_steps_per_s_during_stop"], r["others_steps_per_s_befo
 left, caught = r.get("left_out_rounds", 0), r.get("caught_up_rounds", 0)
 print(f"exclude_train: {phase} {algo} ({inject}): others {during:.1f} steps/s during the 2 s stop, {before:.1f} before; "
       f"{left} rounds left it out, {caught} kept for it; next step {r['resume_step_s']:.3f} s after SIGCONT")
-checks = {"200 steps": r["steps"] == 200, "stopped about 2 s": 1.9 < r["stop_s"] < 4}
+checks = {"200 steps": r["steps"] == 200, "stopped about 2 s": 1.9 < r["stop_s"] < 4,
+          "its next step after SIGCONT measured": isinstance(r.get("resume_step_s"), (int, float))}
 if "contributions_made" in r:  # gradients: each delivered once at every rank
     checks["every gradient delivered once"] = \
         r["contributions_made"] == r["contributions_delivered_min"] == r["contributions_delivered_max"] == 800

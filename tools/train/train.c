@@ -838,7 +838,10 @@ static int injects_here(const train_opts_t *o, int world_rank)
 
 /* --inject stop, after training (collective): the others' steps per second
  * while the rank was stopped and as long before it (the slowest rank's),
- * and how long after SIGCONT the stopped rank's next step ended. */
+ * and how long after SIGCONT the stopped rank's next step ended (each
+ * stopped rank from its own SIGCONT, the longest: ranks stopped at the same
+ * step may reach it far apart, and the first back may have ended every
+ * step before the last is back). */
 static void stop_report(run_t *r, train_result_t *res)
 {
     if (r->injected && r->o.inject_outside) { /* when the helper's stop came */
@@ -859,7 +862,7 @@ static void stop_report(run_t *r, train_result_t *res)
         double e = r->step_end[i];
         if (e >= t[0] && e < t[0] + len) during++;
         if (e >= t[0] - len && e < t[0]) before++;
-        if (r->injected && e >= t[1] && e - t[1] < resume) resume = e - t[1];
+        if (r->injected && e >= r->resumed_at && e - r->resumed_at < resume) resume = e - r->resumed_at;
     }
     /* the others' slowest (the stopped rank counts as infinitely fast) */
     double mine[3] = {r->injected ? 1e300 : (double)during / len, r->injected ? 1e300 : (double)before / len,
