@@ -27,8 +27,8 @@
  *     contributions) into the old pending buffer: it is j's deposit for r
  *     (REPLACE, AVERAGE: the buffer holding j's latest contribution is the
  *     deposit; cur flips only if that is cur, else the last deposit is
- *     taken again, unchanged: no copy; an empty deposit is flagged, not
- *     zeroed); j stopped in the middle of an add (its part held for
+ *     taken again, unchanged: no copy, or left out if j is known silent;
+ *     an empty deposit is flagged, not zeroed); j stopped in the middle of an add (its part held for
  *     PCOLL_EXCLUDE_MS): its other buffer is taken around the add, without
  *     what cur holds (ACCUMULATE: an empty part)
  *   the node's last part (or whoever finds the sum blocked and can do it):
@@ -374,7 +374,8 @@ enum { AROUND_NOT, AROUND_TIMED, AROUND_KNOWN };
  * adding (it gives the part itself then).  around: also while it adds (j
  * silent for the limit: stopped in the middle of its add): the part is
  * then its other buffer, which the add does not touch (ACCUMULATE: empty;
- * REPLACE, AVERAGE: its last deposit again, as when nothing new came), and
+ * REPLACE, AVERAGE: its last deposit again, as when nothing new came, left
+ * out if the rank is known silent), and
  * what it adds goes into a later round. */
 static int try_take(shm_backend_t *s, int j, uint64_t r, int around)
 {
@@ -408,6 +409,12 @@ static int try_take(shm_backend_t *s, int j, uint64_t r, int around)
         contributions = (int64_t)c->held[bi];
         c->held[!bi] = 0;
     }
+    /* REPLACE, AVERAGE: the last deposit of a rank known silent (its
+     * results kept), taken again, is left out (an empty part): its model of
+     * the moment it stopped would weigh in every round until it is back (a
+     * partner of WAGMA's groups of two pulled half-way back to it each
+     * time).  It stays in its buffer, for the rounds after it is back. */
+    if (env->mode != PCOLL_ACCUMULATE && bi != now && (atomic_load(&c->consumed) & CONS_OWED)) contributions = 0;
     unsigned char *dep = pending_of(s, j, bi);
     int active = (st & ST_WAITING) || bit_of(s, s->record[r % 2], j);
     pc_trailer_set(env, dep, active, contributions);

@@ -21,7 +21,9 @@
  *               trailer counts every contribution once;
  *   REPLACE     a round holds one whole contribution of each rank that has
  *               contributed (never a torn one), and never an older one
- *               than the round before;
+ *               than the round before, except that a frozen rank's last
+ *               one is left out once it is known silent (then nothing);
+ *               the trailer counts the parts that hold one;
  *   GROUP       (WAGMA's rotating groups of 2) each rank receives its
  *               group's sum; over the groups and rounds, conservation as
  *               ACCUMULATE;
@@ -512,7 +514,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
             CHECK(ranks[o].taken[k] < rounds);
             said[(size_t)o * rounds + ranks[o].taken[k]] += (double)(o * K + k + 1);
         }
-    int64_t counted = 0, given = 0;
+    int64_t counted = 0, given = 0, left_out_parts = 0;
     for (int j = 0; j < P; j++) {
         CHECK(atomic_load(&ranks[j].completed) == rounds);
         given += ranks[j].given;
@@ -560,6 +562,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                 if (!in_group[o]) CHECK(x->part[o] == 0);
             if (j != ref) continue; /* one look per group */
             counted += x->contributions;
+            int64_t with_data = 0;
             for (int i = 0; i < n; i++) {
                 int o = members[i];
                 double v = x->part[o];
@@ -574,12 +577,22 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
                         CHECK(v == here);
                 }
                 if (mode == PCOLL_REPLACE) {
-                    /* one contribution of o, or nothing before its first */
+                    /* one contribution of o, or nothing: before its first,
+                     * or (freezes) its last left out while it is known
+                     * silent */
                     CHECK(v == 0 || (v >= o * K + 1 && v <= o * K + K));
-                    CHECK(v >= last_seen[o]); /* never an older one */
-                    last_seen[o] = v;
+                    with_data += v > 0;
+                    if (v == 0 && last_seen[o] > 0) {
+                        CHECK(freeze_ms > 0);
+                        left_out_parts++;
+                    } else {
+                        CHECK(v >= last_seen[o]); /* never an older one */
+                        last_seen[o] = v;
+                    }
                 }
             }
+            /* the trailer counts the parts with data (AVERAGE divides by it) */
+            if (mode == PCOLL_REPLACE) CHECK(x->contributions == with_data);
         }
     }
     if (mode == PCOLL_ACCUMULATE) {
@@ -587,6 +600,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
         CHECK(counted == given);
     } else {
         for (int j = 0; j < P; j++) CHECK(last_seen[j] == j * K + K); /* the last round holds the last */
+        if (freeze_ms) CHECK(left_out_parts > 0); /* a frozen rank's last model was left out */
     }
     printf("  P=%d %-10s %-7s %llu rounds, %lld contributions: every one accounted for", P,
            mode == PCOLL_ACCUMULATE ? "accumulate" : "replace", pc_policy_kind_name(kind), (unsigned long long)rounds,
@@ -595,6 +609,7 @@ static void run(int nranks, pcoll_contrib_mode_t m, pcoll_partial_kind_t kind, i
         printf("; %d freezes of %d ms, %lld catch-ups, %lld rounds completed with a rank left out",
                atomic_load(&freezes), freeze_ms, (long long)atomic_load(&catch_ups),
                (long long)atomic_load(&left_outs));
+        if (mode == PCOLL_REPLACE) printf(", %lld parts of a known silent rank left out", (long long)left_out_parts);
         CHECK(atomic_load(&catch_ups) > 0 && atomic_load(&left_outs) > 0); /* rounds went on without a frozen rank */
     }
     printf("\n");
