@@ -164,6 +164,17 @@ static void arrive_without_leader(pcoll_partial_t *p, uint64_t round)
     decide_stand_in(p);
 }
 
+/* MAJORITY, a rank other than the leader that waits for round r: once it
+ * finds r's initiator silent, it starts r on the initiator's behalf, as the
+ * leader does (the leader sees only its own node's ranks in node-shared
+ * memory: across nodes, the initiator's node-mates see it); the first
+ * activation counts. */
+static void cover_initiator(pcoll_partial_t *p, uint64_t r)
+{
+    int init = pc_policy_initiator_to_cover(&p->policy, p->me, r, p->scratch);
+    if (init >= 0 && silent(p, init)) activate(p, r, init, PC_ROUND_STANDIN, NULL);
+}
+
 /* ---- backend events ---- */
 
 static void on_activated(void *owner, uint64_t round, int root, uint32_t flags)
@@ -396,8 +407,11 @@ static void arrive_run(pc_engine_t *e, void *arg)
     }
     p->arrived = round + 1;
     tell_leader(p, PC_ARR_WAIT, round); /* also when silent: it may only be slow */
+    /* known silent (not asked here; stand_in_run asks) */
     if (pc_policy_counts_without_leader(&p->policy, p->me, round) && silent(p, PC_LEADER))
-        arrive_without_leader(p, round); /* known silent (not asked): stand_in_run */
+        arrive_without_leader(p, round);
+    else if (!p->is_leader)
+        cover_initiator(p, round);
 }
 
 /* ---- a waiting application's nudge (PCOLL_EXCLUDE_MS) ---- */
@@ -416,9 +430,8 @@ static void nudge_run(pc_engine_t *e, void *arg)
 /* Any other rank (MAJORITY, QUORUM): once the leader is silent (asked: by
  * messages, it is left out of the view once its deputy takes over), the
  * round this rank waits for is counted here too (the initiator asked).
- * MAJORITY, the leader not silent: a silent initiator is stood in for here
- * too, as the leader does (the leader cannot tell whether a rank of another
- * node is silent: the initiator's node-mates can). */
+ * MAJORITY, the leader not silent: the round's initiator is asked whether
+ * it is silent (cover_initiator). */
 static void stand_in_run(pc_engine_t *e, void *arg)
 {
     (void)e;
@@ -427,12 +440,10 @@ static void stand_in_run(pc_engine_t *e, void *arg)
     if (n == 0 || n - 1 < p->be->ops->activated(p->be) || p->finishing) return;
     uint64_t r = n - 1;
     p->probing = 1;
-    if (pc_policy_counts_without_leader(&p->policy, p->me, r) && silent(p, PC_LEADER)) {
+    if (pc_policy_counts_without_leader(&p->policy, p->me, r) && silent(p, PC_LEADER))
         arrive_without_leader(p, r);
-    } else {
-        int init = pc_policy_initiator_to_cover(&p->policy, p->me, r, p->scratch);
-        if (init >= 0 && silent(p, init)) activate(p, r, init, PC_ROUND_STANDIN, NULL);
-    }
+    else
+        cover_initiator(p, r);
     p->probing = 0;
 }
 
