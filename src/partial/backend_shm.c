@@ -28,9 +28,10 @@
  *     (REPLACE, AVERAGE: the buffer holding j's latest contribution is the
  *     deposit; cur flips only if that is cur, else the last deposit is
  *     taken again, unchanged: no copy, or left out if j is known silent;
- *     an empty deposit is flagged, not zeroed); j stopped in the middle of an add (its part held for
- *     PCOLL_EXCLUDE_MS): its other buffer is taken around the add, without
- *     what cur holds (ACCUMULATE: an empty part)
+ *     an empty deposit is flagged, not zeroed); j stopped in the middle of
+ *     an add (its part held for PCOLL_EXCLUDE_MS): its other buffer is
+ *     taken around the add, without what cur holds (ACCUMULATE: an empty
+ *     part)
  *   the node's last part (or whoever finds the sum blocked and can do it):
  *     claims it, then result[r % 2] = the record and the sum of the
  *     deposits, in the slot's buffer that pub[r % 2] then names (a sum
