@@ -79,8 +79,11 @@ enum {
                              hold its FREEZEs (round: the attempt)       */
     PC_MSG_DEPOSED = 26,  /* the answer: round = attempt * 2 + 1 (agreed)
                              or + 0 (refused: frozen for a view)         */
-    PC_MSG_RELEASE = 27   /* from the deputy: it gave the attempt up, the
+    PC_MSG_RELEASE = 27,  /* from the deputy: it gave the attempt up, the
                              coordinator's FREEZEs are welcome again     */
+    PC_MSG_NODESUM = 28,  /* nodesums.h: the sender's node sum of round
+                             follows (its record: root, flags, [counted]) */
+    PC_MSG_XFIN = 29      /* nodesums.h: the sender's last node sum is sent */
 };
 
 /* A round (or rounds) complete at this rank, as env.completed hears of it. */
@@ -121,6 +124,8 @@ typedef struct pc_backend_env {
     const pc_object_t *obj; /* the object: its identity (channel: engine/tags.h) */
     size_t bitmap_bytes; /* (P + 7) / 8 */
     uint64_t exclude_ns; /* PCOLL_EXCLUDE_MS (0: rounds wait for every rank) */
+    int node_deputy;     /* PCOLL_NODE_DEPUTY with exclude_ns: node sums go node
+                            to node (nodesums.h), not by the leaders' allreduce */
     /* the driver's side, called on the token holder */
     void *owner;
     void (*activated)(void *owner, uint64_t round, int root, uint32_t flags);

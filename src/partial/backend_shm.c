@@ -79,6 +79,7 @@
 #include "../util/log.h"
 #include "backend.h"
 #include "internode.h"
+#include "nodesums.h"
 #include "policy.h"
 #include "silence.h"
 
@@ -180,7 +181,21 @@ typedef struct node_ctl {
     atomic_ullong part_stuck;  /* how long a part has been held by its application's
                                   add (silence.h; what: round + 1): try_take around it */
     char pad4[LINE - 6 * sizeof(atomic_ullong) - 2 * sizeof(atomic_uint)];
+    /* across nodes, when rounds go on without a silent rank (nodesums.h) */
+    atomic_ullong finisher[2]; /* who finishes the slot's round: FINISHER */
+    atomic_ullong deputy_on;   /* the deputy finishes rounds for a silent
+                                  leader: kick it too when one is summed */
+    atomic_ullong finish_stuck; /* how long a claimed round has not been
+                                   finished (silence.h; what: round + 1) */
+    char pad5[LINE - 4 * sizeof(atomic_ullong)];
 } node_ctl_t;
+
+/* finisher: rounds claimed, the rank that claimed the last, 1 once it
+ * writes the total */
+#define FINISHER(rounds, rank, writing) ((uint64_t)(rounds) << 21 | (uint64_t)(rank) << 1 | (uint64_t)(writing))
+#define FINISHER_ROUNDS(v) ((v) >> 21)
+#define FINISHER_RANK(v) ((int)(((v) >> 1) & 0xFFFFF))
+#define FINISHER_WRITING(v) ((int)((v)&1))
 
 typedef struct shm_backend {
     pc_backend_t base;
@@ -191,6 +206,14 @@ typedef struct shm_backend {
     int *local, nlocal; /* this node's ranks, increasing; local[0] leads it */
     int *leaders, nnodes; /* every node's leader, in node order */
     pc_internode_t *net; /* at a node leader when the ranks span nodes */
+    pc_nodesums_t *ns;   /* at a candidate (leader, deputy) when the ranks span
+                            nodes and rounds go on without a silent rank: the
+                            node sums' exchange (else net's allreduce) */
+    int role;            /* 0: this node's leader, 1: its deputy, -1: neither */
+    int deputy;          /* the node's deputy, local[1] (-1: none) */
+    uint64_t sent_for;   /* round + 1 whose node sum this rank sent */
+    atomic_int probe_due; /* a waiting thread asks the holder to probe (nudge) */
+    int to_drain;        /* at close: net and ns, until each has drained */
     int key;          /* the engine's kick key (the same at every rank; -1: none) */
     size_t data_bytes; /* count elements */
     size_t stride, rec_bytes;
@@ -660,9 +683,10 @@ static void publish_sum(shm_backend_t *s, uint64_t r, int slot, int buf)
     PC_SHM_INTERLEAVE("summed");
     atomic_store(&nc->parts[slot], 0); /* for round r + 2 */
     atomic_store(&nc->summed, r + 1);
-    if (s->nnodes > 1)
+    if (s->nnodes > 1) {
         kick(s, s->local[0]); /* the node leader adds the node sums up: it must look, even when it is this rank */
-    else
+        if (s->deputy >= 0 && atomic_load(&nc->deputy_on)) kick(s, s->deputy); /* ... or its deputy */
+    } else
         publish_done(s, r, 0);
 }
 
@@ -839,9 +863,77 @@ static int lead(shm_backend_t *s)
             return did;
     }
     uint64_t d = atomic_load(&s->nc->done);
-    if (atomic_load(&s->nc->summed) > d && pc_internode_exchange(s->net, d, sum_of(s, s->me, (int)(d % 2))) == 1)
+    if (!s->ns && atomic_load(&s->nc->summed) > d &&
+        pc_internode_exchange(s->net, d, sum_of(s, s->me, (int)(d % 2))) == 1)
         did++;
     return did;
+}
+
+static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
+                        int from_link);
+static int shm_silent(pc_backend_t *b, int rank, int probe);
+
+/* A candidate's part when the node sums travel directly (nodesums.h):
+ * activates the rounds whose record came with another node's sum, then
+ * finishes the node's running round if the rule gives it this rank
+ * (pc_policy_finisher_step): claim, send the node sum, and once every
+ * other node's is here, write the total and publish the round done. */
+static int finish_across(shm_backend_t *s)
+{
+    node_ctl_t *nc = s->nc;
+    int did = 0, root;
+    uint32_t flags;
+    const unsigned char *counted;
+    for (;;) {
+        uint64_t a = atomic_load(&nc->activated);
+        if (atomic_load(&nc->done) + 1 < a || !pc_nodesums_record(s->ns, a, &root, &flags, &counted) ||
+            shm_activate(&s->base, a, root, flags, counted, 0) != 1)
+            break;
+        did++;
+    }
+    uint64_t d = atomic_load(&nc->done);
+    pc_nodesums_forget(s->ns, d);
+    if (atomic_load(&nc->summed) <= d) return did;
+    int slot = (int)(d % 2);
+    uint64_t v = atomic_load(&nc->finisher[slot]);
+    int holder = -1, probe = atomic_exchange(&s->probe_due, 0);
+    if (FINISHER_ROUNDS(v) == d + 1) holder = FINISHER_RANK(v) == s->local[0] ? 0 : 1;
+    int leader_silent = s->role == 1 && shm_silent(&s->base, s->local[0], probe);
+    /* a holder silent, or that has not finished for the limit (it lacks a
+     * sum that was not sent to it: nodesums.c's backlog) */
+    int holder_silent = holder >= 0 && holder != s->role &&
+                        (shm_silent(&s->base, FINISHER_RANK(v), probe) || look_shared(s, &nc->finish_stuck, d));
+    uint64_t mine = FINISHER(d + 1, s->me, 0);
+    switch (pc_policy_finisher_step(s->role, holder, FINISHER_WRITING(v), leader_silent, holder_silent)) {
+    case PC_FINISH_CLAIM:
+    case PC_FINISH_TAKE_OVER:
+        if (!atomic_compare_exchange_strong(&nc->finisher[slot], &v, mine)) return did;
+        if (holder >= 0)
+            pc_log(PCOLL_LOG_DEBUG, "partial ch%u: rank %d, silent, finished round %llu here: taken over",
+                   s->base.env.obj->channel, FINISHER_RANK(v), (unsigned long long)d);
+        /* the deputy is kicked for each round while it stands in */
+        if (atomic_load(&nc->deputy_on) != (uint64_t)s->role) atomic_store(&nc->deputy_on, (uint64_t)s->role);
+        break;
+    case PC_FINISH_GO_ON:
+        break;
+    default:
+        return did;
+    }
+    if (s->sent_for != d + 1) { /* once per round, whoever held it before */
+        const record_t *h = (const record_t *)s->record[slot];
+        if (pc_nodesums_send(s->ns, d, h->root, h->flags, h->has_counted ? (const unsigned char *)(h + 1) : NULL,
+                             sum_of(s, s->me, slot)) != PCOLL_SUCCESS)
+            return did;
+        s->sent_for = d + 1;
+        did++;
+    }
+    if (!pc_nodesums_ready(s->ns, d)) return did;
+    /* writing: nobody takes the round over from here (a short step) */
+    if (!atomic_compare_exchange_strong(&nc->finisher[slot], &mine, mine | 1)) return did;
+    PC_SHM_INTERLEAVE("writing the total");
+    pc_nodesums_add(s->ns, d, sum_of(s, s->me, slot));
+    publish_done(s, d, 1);
+    return did + 1;
 }
 
 /* internode.h: round r's exchange between the nodes is over (the token
@@ -915,6 +1007,7 @@ static int poll_rounds(shm_backend_t *s)
          * completed here at once (nobody kicks the rank that summed) */
         helped = s->closed ? 0 : help(s);
         if (s->net && !s->closed) helped += lead(s);
+        if (s->ns && !s->closed) helped += finish_across(s);
         did += helped;
     } while (helped);
     return did;
@@ -1015,17 +1108,32 @@ static void shm_nudge(pc_backend_t *b)
 {
     shm_backend_t *s = S(b);
     uint64_t copied = CONS_COUNT(atomic_load(&ctl_of(s, s->me)->consumed));
-    if (help(s) || atomic_load(&s->nc->done) > copied) s->sig.mark(s->sig.arg);
+    int probe = 0;
+    if (s->ns && atomic_load(&s->nc->summed) > atomic_load(&s->nc->done)) { /* is the finisher silent? */
+        atomic_store(&s->probe_due, 1);
+        probe = 1;
+    }
+    if (help(s) || atomic_load(&s->nc->done) > copied || probe) s->sig.mark(s->sig.arg);
 }
 
 static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
 {
     shm_backend_t *s = S(b);
-    if (s->net)
+    uint32_t type = ((const pc_obj_msg_t *)msg)->type;
+    if (s->ns && (type == PC_MSG_NODESUM || type == PC_MSG_XFIN))
+        pc_nodesums_message(s->ns, src, msg, bytes);
+    else if (s->net)
         pc_internode_message(s->net, src, msg, bytes, atomic_load(&s->nc->done));
     else
         pc_log(PCOLL_LOG_ERROR, "partial: a data-phase message from rank %d at a rank that leads no node (dropped)",
                src);
+}
+
+/* internode.h, nodesums.h: one of them has no traffic left */
+static void part_drained(void *arg)
+{
+    shm_backend_t *s = arg;
+    if (--s->to_drain == 0) s->base.env.drained(s->base.env.owner);
 }
 
 static void shm_close(pc_backend_t *b)
@@ -1037,11 +1145,15 @@ static void shm_close(pc_backend_t *b)
      * leader, which end with FREE (QUORUM's, sent to every rank while the
      * leader is silent, may come later: the object's service drops them
      * once it is gone, and the counter ignores them before), and at a node
-     * leader the other leaders' activations, which end with their FIN */
-    if (s->net)
-        pc_internode_close(s->net);
-    else
+     * leader the other leaders' activations, which end with their FIN, and
+     * at a candidate the other nodes' sums, which end with their XFIN */
+    s->to_drain = (s->net != NULL) + (s->ns != NULL);
+    if (!s->to_drain) {
         b->env.drained(b->env.owner);
+        return;
+    }
+    if (s->net) pc_internode_close(s->net);
+    if (s->ns && pc_nodesums_close(s->ns)) part_drained(s);
 }
 
 static void shm_stop(pc_backend_t *b)
@@ -1057,7 +1169,9 @@ static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     shm_backend_t *s = S(b);
     if (atomic_load(&s->nc->activated) <= r || atomic_load(&s->nc->done) > r) return;
     if (atomic_load(&s->nc->summed) > r) { /* this node's part is summed: the exchange between nodes waits */
-        if (s->net)
+        if (s->ns)
+            pc_nodesums_describe(s->ns, r, p);
+        else if (s->net)
             pc_internode_describe(s->net, r, p);
         else
             pc_probe_fallback(p, s->local[0],
@@ -1085,6 +1199,7 @@ static void release(shm_backend_t *s)
 {
     if (!s) return;
     pc_internode_destroy(s->net);
+    pc_nodesums_destroy(s->ns);
     free(s->sum_members);
     free(s->own_members);
     free(s->left_out_copy);
@@ -1196,6 +1311,8 @@ static shm_backend_t *new_backend(const pc_backend_env_t *env)
     s->P = env->P;
     s->me = env->me;
     s->key = -1;
+    s->role = -1;
+    s->deputy = -1;
     s->sum_members = malloc(sizeof(int) * (size_t)env->P);
     s->own_members = malloc(sizeof(int) * (size_t)env->P);
     s->local = malloc(sizeof(int) * (size_t)env->P);
@@ -1239,6 +1356,13 @@ static void engine_mark(void *arg)
     pc_engine_mark(s->base.env.engine, s->key);
 }
 
+/* nodesums.h: another node's sum or record came: look again */
+static void arrived(void *arg)
+{
+    shm_backend_t *s = arg;
+    kick(s, s->me);
+}
+
 static int engine_poll(pc_engine_t *e, void *arg)
 {
     (void)e;
@@ -1274,9 +1398,19 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
     if (use && leads && s->nnodes > 1) {
         int node = 0;
         while (s->leaders[node] != me) node++;
-        pc_internode_hooks_t hooks = {s, activate_hook, exchanged};
+        pc_internode_hooks_t hooks = {s, activate_hook, exchanged, part_drained};
         use = pc_internode_create(env, s->leaders, s->nnodes, node, forced, small_bytes, &hooks, &s->net) ==
               PCOLL_SUCCESS;
+    }
+    /* rounds that go on without a silent rank: the node sums travel
+     * directly, and the deputy finishes them for a stopped leader */
+    if (s) {
+        s->deputy = s->nlocal > 1 ? s->local[1] : -1;
+        s->role = me == s->local[0] ? 0 : me == s->deputy ? 1 : -1;
+    }
+    if (use && s->role >= 0 && s->nnodes > 1 && env->node_deputy) {
+        pc_nodesums_hooks_t hooks = {s, arrived, part_drained};
+        use = pc_nodesums_create(env, &env->ctx->nodes, &hooks, &s->ns) == PCOLL_SUCCESS;
     }
     pc_nodemem_t mem; /* collective: taken part in even without memory for s */
     int made = pc_nodemem_create(comm, env->ctx->node_comm, mine, use, &mem) == 0;

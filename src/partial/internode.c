@@ -95,7 +95,7 @@ void pc_internode_message(pc_internode_t *in, int src, const void *msg, size_t b
         return;
     }
     if (h->type == PC_MSG_FIN) {
-        if (pc_links_fin(&in->links, link)) in->env.drained(in->env.owner);
+        if (pc_links_fin(&in->links, link)) in->hooks.drained(in->hooks.arg);
         return;
     }
     if (h->type != PC_MSG_ACTIVATE || in->links.closed || h->round < done) return;
@@ -144,7 +144,7 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, void *buf)
 
 void pc_internode_close(pc_internode_t *in)
 {
-    if (pc_links_close(&in->links, &in->env)) in->env.drained(in->env.owner);
+    if (pc_links_close(&in->links, &in->env)) in->hooks.drained(in->hooks.arg);
 }
 
 void pc_internode_describe(pc_internode_t *in, uint64_t r, pc_stall_probe_t *p)

@@ -39,6 +39,8 @@ typedef struct pc_internode_hooks {
     int (*activate)(void *arg, uint64_t r, int root, uint32_t flags, const unsigned char *counted, int h);
     /* round r's node sums are exchanged: it is done here */
     void (*exchanged)(void *arg, uint64_t r);
+    /* after pc_internode_close: every other leader's FIN came */
+    void (*drained)(void *arg);
 } pc_internode_hooks_t;
 
 /* leaders: the node leaders' ranks in node order (n >= 2), this rank
@@ -61,8 +63,8 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, void *buf);
 /* An ACTIVATE or FIN from another leader; done: rounds done at this node. */
 void pc_internode_message(pc_internode_t *in, int src, const void *msg, size_t bytes, uint64_t done);
 
-/* The last round is done here: FIN to the other leaders; env.drained once
- * theirs came. */
+/* The last round is done here: FIN to the other leaders; hooks.drained
+ * once theirs came. */
 void pc_internode_close(pc_internode_t *in);
 
 /* Stall report: the leaders whose node sum of round r has not come. */

@@ -97,6 +97,13 @@ int pc_policy_initiator_to_cover(const pc_policy_t *pol, int me, uint64_t round,
     return init == me || init == PC_LEADER ? -1 : init;
 }
 
+int pc_policy_finisher_step(int role, int holder, int holder_writing, int leader_silent, int holder_silent)
+{
+    if (holder == role) return PC_FINISH_GO_ON;
+    if (holder < 0) return role == 0 || leader_silent ? PC_FINISH_CLAIM : PC_FINISH_WAIT;
+    return !holder_writing && holder_silent ? PC_FINISH_TAKE_OVER : PC_FINISH_WAIT;
+}
+
 int pc_policy_shares_arrivals(const pc_policy_t *pol) { return pol->kind == PCOLL_PARTIAL_QUORUM; }
 
 /* ---- the leader ---- */

@@ -116,6 +116,15 @@ int pc_policy_counts_without_leader(const pc_policy_t *pol, int me, uint64_t rou
  * pc_leader_decide_stand_in).  The leader sees only some ranks' silence (in
  * node-shared memory, its own node's): whoever sees it starts the round. */
 int pc_policy_initiator_to_cover(const pc_policy_t *pol, int me, uint64_t round, int *scratch);
+/* Who finishes a node's round across nodes (backend_shm.c, nodesums.h):
+ * one rank per node and round, the finisher, sends the node's sum to the
+ * other nodes and writes the total.  The node leader claims each round;
+ * its deputy (the node's second rank) only once the leader is known silent,
+ * and either takes a claim over from a holder known silent, unless the
+ * holder has begun writing the total.  role: 0 leader, 1 deputy; holder:
+ * -1 unclaimed, else the holder's role. */
+enum { PC_FINISH_WAIT = 0, PC_FINISH_CLAIM = 1, PC_FINISH_TAKE_OVER = 2, PC_FINISH_GO_ON = 3 };
+int pc_policy_finisher_step(int role, int holder, int holder_writing, int leader_silent, int holder_silent);
 /* 1 if a decision needs other ranks' arrivals (QUORUM); 0 if a rank's own
  * suffices (MAJORITY: the initiator's state decides). */
 int pc_policy_shares_arrivals(const pc_policy_t *pol);

@@ -489,6 +489,33 @@ static void test_random(void)
     CHECK(decisions > 1000);
 }
 
+/* One finisher per node and round: the leader claims, the deputy only
+ * for a silent leader; a silent holder's claim is taken over unless it
+ * writes the total. */
+static void test_finisher_step(void)
+{
+    for (int role = 0; role < 2; role++)
+        for (int holder = -1; holder < 2; holder++)
+            for (int writing = 0; writing < 2; writing++)
+                for (int ls = 0; ls < 2; ls++)
+                    for (int hs = 0; hs < 2; hs++) {
+                        int step = pc_policy_finisher_step(role, holder, writing, ls, hs);
+                        if (holder == role)
+                            CHECK(step == PC_FINISH_GO_ON);
+                        else if (holder < 0)
+                            CHECK(step == ((role == 0 || ls) ? PC_FINISH_CLAIM : PC_FINISH_WAIT));
+                        else
+                            CHECK(step == ((!writing && hs) ? PC_FINISH_TAKE_OVER : PC_FINISH_WAIT));
+                    }
+    /* the cases that matter, spelled out */
+    CHECK(pc_policy_finisher_step(0, -1, 0, 0, 0) == PC_FINISH_CLAIM); /* a healthy leader */
+    CHECK(pc_policy_finisher_step(1, -1, 0, 0, 0) == PC_FINISH_WAIT);  /* its deputy leaves it */
+    CHECK(pc_policy_finisher_step(1, -1, 0, 1, 0) == PC_FINISH_CLAIM); /* a silent leader */
+    CHECK(pc_policy_finisher_step(1, 0, 0, 1, 1) == PC_FINISH_TAKE_OVER); /* stopped after its claim */
+    CHECK(pc_policy_finisher_step(1, 0, 1, 1, 1) == PC_FINISH_WAIT);   /* stopped writing: a short step */
+    CHECK(pc_policy_finisher_step(0, 1, 0, 0, 0) == PC_FINISH_WAIT);   /* back: the deputy's round stays its */
+}
+
 int main(void)
 {
     test_initiator();
@@ -498,6 +525,7 @@ int main(void)
     test_majority();
     test_silent();
     test_initiator_to_cover();
+    test_finisher_step();
     test_without_leader();
     test_sync_flush_free();
     test_random();

@@ -1,0 +1,77 @@
+/*
+ * The node sums' exchange across nodes when rounds go on without a silent
+ * rank (PCOLL_EXCLUDE_MS; backend_shm.c): each node's finisher of a round
+ * sends the node's sum to the two candidates (leader and deputy: the
+ * node's two smallest ranks) of every other node, directly, and adds the
+ * sums it receives to its own.  No rank of another node is waited for by
+ * name, so a node's deputy finishes its rounds while its leader is stopped
+ * (pc_policy_finisher_step), and the other nodes take the sum from
+ * whichever of the two sends it.  Unlike the leaders' allreduce
+ * (internode.h), nothing needs the stopped leader.
+ *
+ *   finisher of node x, round r             candidate of node y
+ *   ---------------------------             -------------------
+ *   copy x's sum; NODESUM(r, record) -->    post the receive (the data's
+ *   then the data, to each candidate        tag names r); keep the first
+ *   of every other node                     sum of each node for round r;
+ *                                           activate r here if it is not
+ *   x's sum + each other node's, in         (the record travels with it)
+ *   node order: the total; r done at x
+ *
+ * A candidate keeps the sums it receives until its node is done with the
+ * round, whoever finishes it there: a deputy that takes over has them.
+ * Rounds in flight at a candidate: done, done + 1 and done + 2 (a node
+ * sums r + 2 only after r + 1 is done there, which needed this node's sum
+ * of r + 1).
+ *
+ * close: XFIN to every other candidate after the last round; drained once
+ * an XFIN came from each and every receive posted is complete (MPI keeps a
+ * sender's messages in order: its NODESUMs come before its XFIN).
+ *
+ * Everything here runs on the token holder.
+ */
+#ifndef PC_PARTIAL_NODESUMS_H
+#define PC_PARTIAL_NODESUMS_H
+
+#include <stdint.h>
+
+#include "../util/nodes.h"
+#include "backend.h"
+
+typedef struct pc_nodesums pc_nodesums_t;
+
+typedef struct pc_nodesums_hooks {
+    void *arg;
+    void (*arrived)(void *arg); /* a sum or a record came: look again */
+    void (*drained)(void *arg); /* after pc_nodesums_close: no traffic left */
+} pc_nodesums_hooks_t;
+
+/* The candidates of a node: its two smallest ranks (one if it has one). */
+int pc_nodesums_candidates(const pc_nodes_t *nodes, int node, int out[2]);
+
+/* At a candidate (this rank is one of its node's); nodes is kept. */
+int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, const pc_nodesums_hooks_t *hooks,
+                       pc_nodesums_t **out);
+void pc_nodesums_destroy(pc_nodesums_t *x);
+
+/* Sends this node's sum of round r (bytes of env, copied first) with the
+ * round's record to every other node's candidates. */
+int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
+                     const void *sum);
+/* 1 once every other node's sum of round r is here. */
+int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r);
+/* sum += every other node's sum of round r, in node order. */
+void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum);
+/* The record of round r, if a sum of it came (0: none). */
+int pc_nodesums_record(const pc_nodesums_t *x, uint64_t r, int *root, uint32_t *flags, const unsigned char **counted);
+/* Rounds < done are done at this node: their sums are let go. */
+void pc_nodesums_forget(pc_nodesums_t *x, uint64_t done);
+/* A NODESUM or XFIN from rank src. */
+void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t bytes);
+/* The last round is done here: XFIN to every other candidate; returns 1
+ * if drained already, else hooks.drained follows. */
+int pc_nodesums_close(pc_nodesums_t *x);
+/* Stall report: the nodes whose sum of round r has not come here. */
+void pc_nodesums_describe(const pc_nodesums_t *x, uint64_t r, pc_stall_probe_t *p);
+
+#endif
