@@ -108,13 +108,12 @@ static const var_t vars[] = {
       "answers again (0: wait for every rank, as synchronous rounds always do)",
       "", 1},
      V_INT, FIELD(exclude_ms), 0, 3600000},
-    {{"PCOLL_NODE_DEPUTY", "0|1", "0",
-      "1: across nodes, with PCOLL_EXCLUDE_MS, each node's sum of a node-shared partial round goes directly to the "
-      "leader and the deputy (second rank) of every other node, and a node's deputy finishes its rounds while its "
-      "leader is stopped; costs about twice the bytes between nodes (0: the node leaders' allreduce, which stops "
-      "while a node leader is stopped)",
+    {{"PCOLL_NODE_SUMS_DIRECT", "0|1", "0",
+      "1: across nodes, node-shared partial rounds send each node's sum directly to the leader and the deputy "
+      "(second rank) of every other node from the first round, as they do once a node leader is found stopped "
+      "(0: by the node leaders' allreduce until then; for testing that path)",
       "", 1},
-     V_BOOL, FIELD(node_deputy), 0, 1},
+     V_BOOL, FIELD(node_sums_direct), 0, 1},
     {{"PCOLL_TUNING_FILE", "a file written by pcoll-bench allreduce --tune, or empty", "",
       "the allreduce's algorithm per size, ranks and nodes, as measured on this machine (sizes, rank or node counts "
       "it has no row for: the built-in rule)",

@@ -68,7 +68,7 @@ enum {
     PC_MSG_BACKEND = 16,  /* and above: the backend's own                   */
     PC_MSG_ACTIVATE = 16, /* links.h: round, flags, root, [counted]         */
     PC_MSG_FIN = 17,      /* links.h: the sender's last message on a link   */
-    PC_MSG_PING = 18,     /* backend_msg.c: are you alive? (round: a number) */
+    PC_MSG_PING = 18,     /* backend_msg.c, backend_shm.c (another node): are you alive? (round: a number) */
     PC_MSG_PONG = 19,     /* the answer (round: the ping's number)          */
     PC_MSG_SUSPECT = 20,  /* to the coordinator: rank root is silent        */
     PC_MSG_FREEZE = 21,   /* a new view (epoch; bitmap: its left-out ranks) */
@@ -124,8 +124,8 @@ typedef struct pc_backend_env {
     const pc_object_t *obj; /* the object: its identity (channel: engine/tags.h) */
     size_t bitmap_bytes; /* (P + 7) / 8 */
     uint64_t exclude_ns; /* PCOLL_EXCLUDE_MS (0: rounds wait for every rank) */
-    int node_deputy;     /* PCOLL_NODE_DEPUTY with exclude_ns: node sums go node
-                            to node (nodesums.h), not by the leaders' allreduce */
+    int node_sums_direct; /* PCOLL_NODE_SUMS_DIRECT (with exclude_ns): node sums go
+                             node to node from the first round (nodesums.h) */
     /* the driver's side, called on the token holder */
     void *owner;
     void (*activated)(void *owner, uint64_t round, int root, uint32_t flags);

@@ -187,7 +187,12 @@ typedef struct node_ctl {
                                   leader: kick it too when one is summed */
     atomic_ullong finish_stuck; /* how long a claimed round has not been
                                    finished (silence.h; what: round + 1) */
-    char pad5[LINE - 4 * sizeof(atomic_ullong)];
+    atomic_ullong direct;        /* 1: the node sums go node to node (nodesums.h)
+                                    from now on, not by the leaders' allreduce */
+    atomic_ullong allreduced[2]; /* round + 1 if the slot's round was finished by
+                                    the leaders' allreduce (its total answers a
+                                    node that sends its sum: shm_heard) */
+    char pad5[LINE - 7 * sizeof(atomic_ullong)];
 } node_ctl_t;
 
 /* finisher: rounds claimed, the rank that claimed the last, 1 once it
@@ -208,7 +213,10 @@ typedef struct shm_backend {
     pc_internode_t *net; /* at a node leader when the ranks span nodes */
     pc_nodesums_t *ns;   /* at a candidate (leader, deputy) when the ranks span
                             nodes and rounds go on without a silent rank: the
-                            node sums' exchange (else net's allreduce) */
+                            node sums node to node, once `direct` */
+    void *exch_out;      /* node leader: the total of net's allreduce */
+    int gave_up;         /* node leader: net's allreduce given up (direct) */
+    int keep_out;        /* ... with a run that may still write exch_out */
     int role;            /* 0: this node's leader, 1: its deputy, -1: neither */
     int deputy;          /* the node's deputy, local[1] (-1: none) */
     uint64_t sent_for;   /* round + 1 whose node sum this rank sent */
@@ -231,6 +239,9 @@ typedef struct shm_backend {
     uint32_t exclude_ms;
     uint64_t *pinged;    /* per rank: the ping this rank asked it (0: none) */
     uint64_t *ping_wait; /* and how long it has waited for the answer (silence.h) */
+    uint64_t *ponged;    /* ranks of other nodes: the last ping they answered
+                            (PING and PONG messages; this node's: node-shared) */
+    uint64_t ping_seq;   /* the pings sent to other nodes' ranks */
     int *sum_members; /* the summer's (one at a time: rounds are summed in order) */
     int *own_members; /* the token holder's */
     unsigned char *left_out_copy; /* the token holder's: a round's left-out
@@ -846,6 +857,26 @@ static int claim_next(shm_backend_t *s, uint64_t *upto, uint64_t *claim)
     }
 }
 
+static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
+                        int from_link);
+static int shm_silent(pc_backend_t *b, int rank, int probe);
+
+/* Across nodes with a deputy (nodesums.h): whether the node sums go node
+ * to node; once they do, they do for good. */
+static int direct_mode(const shm_backend_t *s)
+{
+    return s->base.env.node_sums_direct || atomic_load(&s->nc->direct) != 0;
+}
+
+static void enter_direct(shm_backend_t *s, const char *why, int rank)
+{
+    uint64_t no = 0;
+    if (!atomic_compare_exchange_strong(&s->nc->direct, &no, 1)) return;
+    pc_log(PCOLL_LOG_INFO, "partial ch%u: the node sums go node to node from round %llu on (%s %d)",
+           s->base.env.obj->channel, (unsigned long long)atomic_load(&s->nc->done), why, rank);
+    kick(s, s->local[0]); /* its allreduce is given up */
+}
+
 /* The node leader's part when the ranks span nodes: pass the rounds this
  * node activated on to the other nodes, then add the node sums of the
  * round in progress up with theirs (one round at a time, in order).  A
@@ -863,15 +894,42 @@ static int lead(shm_backend_t *s)
             return did;
     }
     uint64_t d = atomic_load(&s->nc->done);
-    if (!s->ns && atomic_load(&s->nc->summed) > d &&
-        pc_internode_exchange(s->net, d, sum_of(s, s->me, (int)(d % 2))) == 1)
-        did++;
+    int slot = (int)(d % 2);
+    if (s->ns && direct_mode(s)) { /* the node sums go node to node (finish_across) */
+        if (!s->gave_up) {
+            s->gave_up = 1;
+            s->keep_out = pc_internode_give_up(s->net, d);
+        }
+        return did;
+    }
+    if (atomic_load(&s->nc->summed) <= d) return did;
+    if (pc_internode_running(s->net)) {
+        /* a waiting rank's nudge: is a leader it waits for silent?  Its
+         * deputy may not know: the rounds it did not initiate reach its
+         * node through it (then the node sums go node to node, with the
+         * rounds' records) */
+        if (s->ns && atomic_exchange(&s->probe_due, 0)) {
+            int k = pc_internode_waiting_on(s->net, s->own_members, s->P);
+            for (int i = 0; i < k; i++)
+                if (shm_silent(&s->base, s->own_members[i], 1)) {
+                    enter_direct(s, "the leaders' exchange waits for silent rank", s->own_members[i]);
+                    break;
+                }
+        }
+        return did;
+    }
+    if (s->ns) { /* the round is this leader's to finish, unless its deputy took it */
+        uint64_t v = atomic_load(&s->nc->finisher[slot]);
+        if (FINISHER_ROUNDS(v) == d + 1 ? FINISHER_RANK(v) != s->me
+                                         : !atomic_compare_exchange_strong(&s->nc->finisher[slot], &v,
+                                                                           FINISHER(d + 1, s->me, 0)))
+            return did;
+        if (atomic_load(&s->nc->deputy_on)) atomic_store(&s->nc->deputy_on, 0);
+    }
+    if (pc_internode_exchange(s->net, d, sum_of(s, s->me, slot), s->exch_out) == 1) did++;
     return did;
 }
 
-static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
-                        int from_link);
-static int shm_silent(pc_backend_t *b, int rank, int probe);
 
 /* A candidate's part when the node sums travel directly (nodesums.h):
  * activates the rounds whose record came with another node's sum, then
@@ -893,7 +951,10 @@ static int finish_across(shm_backend_t *s)
     }
     uint64_t d = atomic_load(&nc->done);
     pc_nodesums_forget(s->ns, d);
-    if (atomic_load(&nc->summed) <= d) return did;
+    int direct = direct_mode(s);
+    /* by the leaders' allreduce, the leader's (lead); the deputy looks
+     * whether the leader is silent */
+    if (atomic_load(&nc->summed) <= d || (!direct && s->role == 0)) return did;
     int slot = (int)(d % 2);
     uint64_t v = atomic_load(&nc->finisher[slot]);
     int holder = -1, probe = atomic_exchange(&s->probe_due, 0);
@@ -902,12 +963,14 @@ static int finish_across(shm_backend_t *s)
     /* a holder silent, or that has not finished for the limit (it lacks a
      * sum that was not sent to it: nodesums.c's backlog) */
     int holder_silent = holder >= 0 && holder != s->role &&
-                        (shm_silent(&s->base, FINISHER_RANK(v), probe) || look_shared(s, &nc->finish_stuck, d));
+                        (shm_silent(&s->base, FINISHER_RANK(v), probe) ||
+                         (direct && look_shared(s, &nc->finish_stuck, d)));
     uint64_t mine = FINISHER(d + 1, s->me, 0);
     switch (pc_policy_finisher_step(s->role, holder, FINISHER_WRITING(v), leader_silent, holder_silent)) {
     case PC_FINISH_CLAIM:
     case PC_FINISH_TAKE_OVER:
         if (!atomic_compare_exchange_strong(&nc->finisher[slot], &v, mine)) return did;
+        if (!direct) enter_direct(s, "its leader is silent: rank", s->local[0]);
         if (holder >= 0)
             pc_log(PCOLL_LOG_DEBUG, "partial ch%u: rank %d, silent, finished round %llu here: taken over",
                    s->base.env.obj->channel, FINISHER_RANK(v), (unsigned long long)d);
@@ -937,8 +1000,21 @@ static int finish_across(shm_backend_t *s)
 }
 
 /* internode.h: round r's exchange between the nodes is over (the token
- * holder, from the engine): complete it here, this rank included */
-static void exchanged(void *arg, uint64_t r) { publish_done(arg, r, 1); }
+ * holder, from the engine): complete it here, this rank included -- unless
+ * its deputy took the round over, or the node sums go node to node now
+ * (the nodes that had the total answer the others' sums with it) */
+static void exchanged(void *arg, uint64_t r)
+{
+    shm_backend_t *s = arg;
+    int slot = (int)(r % 2);
+    if (s->ns) {
+        uint64_t mine = FINISHER(r + 1, s->me, 0);
+        if (direct_mode(s) || !atomic_compare_exchange_strong(&s->nc->finisher[slot], &mine, mine | 1)) return;
+        atomic_store(&s->nc->allreduced[slot], r + 1);
+    }
+    memcpy(sum_of(s, s->me, slot), s->exch_out, s->base.env.bytes);
+    publish_done(s, r, 1);
+}
 
 /* The poller: completes here the rounds done in shared memory, in order,
  * then helps the running one along (and at a node leader, its exchange). */
@@ -1074,17 +1150,38 @@ static int activate_hook(void *arg, uint64_t r, int root, uint32_t flags, const 
 
 static void shm_kick(pc_backend_t *b) { poll_rounds(S(b)); }
 
+/* A rank of another node: asked by a PING message, which its holder
+ * answers (shm_message); as shm_silent. */
+static int silent_elsewhere(shm_backend_t *s, int rank, int probe)
+{
+    if (!probe)
+        return s->pinged[rank] != 0 && s->ponged[rank] < s->pinged[rank] &&
+               pc_silence_reached(s->ping_wait[rank], (uint32_t)s->pinged[rank], s->exclude_ms);
+    if (s->pinged[rank] == 0 || s->ponged[rank] >= s->pinged[rank]) { /* answered: ask again */
+        pc_obj_msg_t m;
+        memset(&m, 0, sizeof m);
+        m.type = PC_MSG_PING;
+        m.round = s->pinged[rank] = ++s->ping_seq;
+        m.root = s->me;
+        s->base.env.send(s->base.env.owner, rank, &m, sizeof m);
+    }
+    uint32_t what = (uint32_t)s->pinged[rank];
+    s->ping_wait[rank] = pc_silence_look(s->ping_wait[rank], what, clock_ms(), s->exclude_ms);
+    return pc_silence_reached(s->ping_wait[rank], what, s->exclude_ms);
+}
+
 /* The token holder (backend.h): whether rank's progress engine is silent:
  * results are being kept for it, or it has left a ping unanswered for
  * PCOLL_EXCLUDE_MS (probe: asks it again once it answered, and looks;
  * else the verdict of the last look, while that ping is unanswered).
- * Ranks of other nodes: not known here. */
+ * Ranks of other nodes are asked by messages (silent_elsewhere). */
 static int shm_silent(pc_backend_t *b, int rank, int probe)
 {
     shm_backend_t *s = S(b);
     int here = 0;
     for (int i = 0; i < s->nlocal; i++) here |= s->local[i] == rank;
-    if (!s->owing || !here || rank == s->me) return 0;
+    if (!s->owing || rank == s->me || rank < 0 || rank >= s->P) return 0;
+    if (!here) return silent_elsewhere(s, rank, probe);
     rank_ctl_t *c = ctl_of(s, rank);
     if (atomic_load(&c->consumed) & CONS_OWED) return 1;
     if (!probe)
@@ -1119,8 +1216,18 @@ static void shm_nudge(pc_backend_t *b)
 static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
 {
     shm_backend_t *s = S(b);
-    uint32_t type = ((const pc_obj_msg_t *)msg)->type;
-    if (s->ns && (type == PC_MSG_NODESUM || type == PC_MSG_XFIN))
+    const pc_obj_msg_t *h = msg;
+    uint32_t type = h->type;
+    if (type == PC_MSG_PING) { /* from a rank of another node (silent_elsewhere) */
+        pc_obj_msg_t m;
+        memset(&m, 0, sizeof m);
+        m.type = PC_MSG_PONG;
+        m.round = h->round;
+        m.root = s->me;
+        b->env.send(b->env.owner, src, &m, sizeof m);
+    } else if (type == PC_MSG_PONG) {
+        if (src >= 0 && src < s->P && h->round > s->ponged[src]) s->ponged[src] = h->round;
+    } else if (s->ns && (type == PC_MSG_NODESUM || type == PC_MSG_XFIN))
         pc_nodesums_message(s->ns, src, msg, bytes);
     else if (s->net)
         pc_internode_message(s->net, src, msg, bytes, atomic_load(&s->nc->done));
@@ -1169,7 +1276,7 @@ static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     shm_backend_t *s = S(b);
     if (atomic_load(&s->nc->activated) <= r || atomic_load(&s->nc->done) > r) return;
     if (atomic_load(&s->nc->summed) > r) { /* this node's part is summed: the exchange between nodes waits */
-        if (s->ns)
+        if (s->ns && direct_mode(s))
             pc_nodesums_describe(s->ns, r, p);
         else if (s->net)
             pc_internode_describe(s->net, r, p);
@@ -1200,11 +1307,13 @@ static void release(shm_backend_t *s)
     if (!s) return;
     pc_internode_destroy(s->net);
     pc_nodesums_destroy(s->ns);
+    if (!s->keep_out) free(s->exch_out); /* else a run given up may still write it */
     free(s->sum_members);
     free(s->own_members);
     free(s->left_out_copy);
     free(s->pinged);
     free(s->ping_wait);
+    free(s->ponged);
     free(s->local);
     free(s->leaders);
     free(s);
@@ -1319,8 +1428,9 @@ static shm_backend_t *new_backend(const pc_backend_env_t *env)
     s->leaders = malloc(sizeof(int) * (size_t)env->P);
     s->pinged = calloc((size_t)env->P, sizeof(uint64_t));
     s->ping_wait = calloc((size_t)env->P, sizeof(uint64_t));
+    s->ponged = calloc((size_t)env->P, sizeof(uint64_t));
     s->left_out_copy = malloc(env->bitmap_bytes);
-    if (!s->sum_members || !s->own_members || !s->local || !s->leaders || !s->pinged || !s->ping_wait ||
+    if (!s->sum_members || !s->own_members || !s->local || !s->leaders || !s->pinged || !s->ping_wait || !s->ponged ||
         !s->left_out_copy) {
         release(s);
         return NULL;
@@ -1354,6 +1464,20 @@ static void engine_mark(void *arg)
 {
     shm_backend_t *s = arg;
     pc_engine_mark(s->base.env.engine, s->key);
+}
+
+/* nodesums.h: rank src (another node's) sent its node's sum of round r:
+ * the node sums go node to node from now on; if this node had round r by
+ * the leaders' allreduce, src's node gets its total (this node sends no
+ * sum of it).  The slot still holds it: this node cannot sum round r + 2
+ * before src's node is done with r + 1. */
+static void shm_heard(void *arg, int src, uint64_t r)
+{
+    shm_backend_t *s = arg;
+    enter_direct(s, "a node sum came from rank", src);
+    int slot = (int)(r % 2);
+    if (atomic_load(&s->nc->done) > r && atomic_load(&s->nc->allreduced[slot]) == r + 1)
+        pc_nodesums_send_total(s->ns, r, s->base.env.ctx->nodes.node_of[src], sum_of(s, s->me, slot));
 }
 
 /* nodesums.h: another node's sum or record came: look again */
@@ -1408,10 +1532,11 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
         s->deputy = s->nlocal > 1 ? s->local[1] : -1;
         s->role = me == s->local[0] ? 0 : me == s->deputy ? 1 : -1;
     }
-    if (use && s->role >= 0 && s->nnodes > 1 && env->node_deputy) {
-        pc_nodesums_hooks_t hooks = {s, arrived, part_drained};
+    if (use && s->role >= 0 && s->nnodes > 1 && env->exclude_ns > 0) {
+        pc_nodesums_hooks_t hooks = {s, arrived, shm_heard, part_drained};
         use = pc_nodesums_create(env, &env->ctx->nodes, &hooks, &s->ns) == PCOLL_SUCCESS;
     }
+    if (use && s->net) use = (s->exch_out = malloc(env->bytes)) != NULL;
     pc_nodemem_t mem; /* collective: taken part in even without memory for s */
     int made = pc_nodemem_create(comm, env->ctx->node_comm, mine, use, &mem) == 0;
     /* every rank takes the same path: every node's memory (as the node map

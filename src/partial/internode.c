@@ -25,9 +25,10 @@ struct pc_internode {
     int n, node;
     pc_links_t links;
     fwd_slot_t slot[2];
-    pc_sched_t *sched; /* allreduce in place over the leaders */
+    pc_sched_t *sched; /* allreduce over the leaders: node sum in, total out */
     int running;
     uint64_t running_round;
+    int given_up;      /* pc_internode_give_up: no exchange from here on */
 };
 
 int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, int node,
@@ -45,8 +46,9 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
     pc_links_init(&in->links, n, node, leaders);
     for (int i = 0; i < 2; i++) in->slot[i].round = UINT64_MAX;
     /* as the message backend's rounds (leaders join one by one as the
-     * activation reaches them), in place in the node sum */
-    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, 1, &in->sched);
+     * activation reaches them); the node sum stays as it is (a deputy may
+     * send it instead: backend_shm.c) */
+    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, 0, &in->sched);
     if (rc != PCOLL_SUCCESS) {
         free(in);
         return rc;
@@ -59,7 +61,9 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
 void pc_internode_destroy(pc_internode_t *in)
 {
     if (!in) return;
-    pc_sched_free(in->sched);
+    /* a run given up and let go: its schedule stays for good (MPI may
+     * still read what its sends point to) */
+    if (!in->given_up || !in->running) pc_sched_free(in->sched);
     free(in);
 }
 
@@ -114,6 +118,7 @@ void pc_internode_message(pc_internode_t *in, int src, const void *msg, size_t b
 static void exchange_done(pc_sched_t *sched, int status, void *arg)
 {
     pc_internode_t *in = arg;
+    if (in->given_up) return;
     in->running = 0;
     if (status != PCOLL_SUCCESS) {
         char what[400];
@@ -125,12 +130,13 @@ static void exchange_done(pc_sched_t *sched, int status, void *arg)
     in->hooks.exchanged(in->hooks.arg, in->running_round);
 }
 
-int pc_internode_exchange(pc_internode_t *in, uint64_t r, void *buf)
+int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void *out)
 {
-    if (in->running) return 0;
+    if (in->running || in->given_up) return 0;
     in->running = 1;
     in->running_round = r;
-    pc_sched_bind(in->sched, PC_SLOT_OUT, buf);
+    pc_sched_bind(in->sched, PC_SLOT_IN, (void *)sum);
+    pc_sched_bind(in->sched, PC_SLOT_OUT, out);
     pc_sched_set_tags(in->sched, pc_tag_base(pc_engine_tags(in->env.engine), in->env.obj->channel, r), NULL);
     pc_sched_on_done(in->sched, exchange_done, in);
     int rc = pc_engine_run(in->env.engine, in->sched);
@@ -142,8 +148,55 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, void *buf)
     return 1;
 }
 
+static void run_forgotten(pc_sched_t *s, int status, void *arg) { (void)s, (void)status, (void)arg; }
+
+int pc_internode_give_up(pc_internode_t *in, uint64_t from)
+{
+    if (in->given_up) return 0;
+    in->given_up = 1;
+    int left = in->running;
+    pc_engine_t *e = in->env.engine;
+    const pc_tags_t *t = pc_engine_tags(e);
+    if (in->running) { /* it waits for a stopped leader, maybe for good */
+        pc_engine_abandon(e, in->sched, PCOLL_SUCCESS);
+        pc_engine_let_go(e, in->sched);
+        pc_sched_on_done(in->sched, run_forgotten, NULL); /* a withdrawn receive may still complete */
+    }
+    /* the other leaders' runs of the rounds in flight, given up too, may
+     * still send here: dropped as they come until the object's end (no
+     * exchange of this object uses those tags again) */
+    int nsteps = pc_sched_nsteps(in->sched), n = 0;
+    int *tags = malloc(sizeof(int) * (size_t)(nsteps > 0 ? nsteps : 1) * 4);
+    if (!tags) {
+        pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the exchange given up", in->env.obj->channel);
+        return left;
+    }
+    for (uint64_t r = from > 0 ? from - 1 : 0; r <= from + 2; r++)
+        for (int i = 0; i < nsteps; i++) {
+            pc_step_kind_t k = pc_sched_step_kind(in->sched, i);
+            if (k == PC_STEP_SEND || k == PC_STEP_RECV)
+                tags[n++] = pc_tag_base(t, in->env.obj->channel, r) |
+                            (int)((uint32_t)pc_sched_step_tag(in->sched, i, t->step_mask) & t->step_mask);
+        }
+    if (pc_engine_drain(e, NULL, tags, n, in) != PCOLL_SUCCESS)
+        pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the exchange given up", in->env.obj->channel);
+    free(tags);
+    return left;
+}
+
+int pc_internode_running(const pc_internode_t *in) { return in->running && !in->given_up; }
+
+int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max)
+{
+    if (!pc_internode_running(in)) return 0;
+    int k = pc_sched_waiting_on(in->sched, out, max);
+    for (int i = 0; i < k; i++) out[i] = in->leaders[out[i]];
+    return k;
+}
+
 void pc_internode_close(pc_internode_t *in)
 {
+    if (in->given_up) pc_engine_drain_forget(in->env.engine, in); /* a later object may take the tags */
     if (pc_links_close(&in->links, &in->env)) in->hooks.drained(in->hooks.arg);
 }
 

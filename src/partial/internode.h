@@ -55,10 +55,23 @@ void pc_internode_destroy(pc_internode_t *in);
  * the parked bitmap from the node's record): pass it to the other nodes. */
 int pc_internode_initiated(pc_internode_t *in, uint64_t r, int root, uint32_t flags, const unsigned char *counted);
 
-/* Starts exchanging round r's node sum, `buf` (count + PC_TRAILER elements, summed
- * in place); hooks.exchanged follows.  At most one round at a time:
- * returns 0 if one runs, 1 if started, -1 if it failed (env.failed). */
-int pc_internode_exchange(pc_internode_t *in, uint64_t r, void *buf);
+/* Starts exchanging round r's node sum (count + PC_TRAILER elements, read
+ * only) for the total, written into out; hooks.exchanged follows.  At most
+ * one round at a time: returns 0 if one runs (or the exchange was given
+ * up), 1 if started, -1 if it failed (env.failed). */
+int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void *out);
+/* 1 while an exchange runs. */
+int pc_internode_running(const pc_internode_t *in);
+/* The leaders (ranks) the running exchange waits for, into out (room for
+ * max); their number. */
+int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max);
+/* The node sums go another way from round `from` on (nodesums.h): the
+ * running exchange, if any, is given up (it may wait for a stopped leader
+ * for good: its schedule and buffers are then kept until the process
+ * ends), and what the other leaders' runs of rounds from - 1 .. from + 2
+ * still send here is dropped until close.  No exchange runs again.
+ * Returns 1 if a run was given up: its `out` must then stay for good. */
+int pc_internode_give_up(pc_internode_t *in, uint64_t from);
 
 /* An ACTIVATE or FIN from another leader; done: rounds done at this node. */
 void pc_internode_message(pc_internode_t *in, int src, const void *msg, size_t bytes, uint64_t done);

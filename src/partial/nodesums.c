@@ -24,6 +24,7 @@
 typedef struct round_in {
     uint64_t round; /* UINT64_MAX: free */
     void **sum;     /* per node: its sum of the round (NULL: not yet; own node: never) */
+    void *total;    /* the round's total, from a node that had it (or NULL) */
     int got;
     int has_record, has_counted;
     int32_t root;
@@ -48,9 +49,12 @@ typedef struct sending {
 typedef struct incoming {
     pc_nodesums_t *x;
     uint64_t round;
-    int node;
+    int node, is_total;
     void *buf;
 } incoming_t;
+
+/* NODESUM's epoch field: what the data is */
+enum { NS_SUM = 0, NS_TOTAL = 1 };
 
 struct pc_nodesums {
     pc_backend_env_t env;
@@ -58,6 +62,7 @@ struct pc_nodesums {
     const pc_nodes_t *nodes;
     int n, node;        /* nodes; this rank's */
     int *peers, npeers; /* every other node's candidates */
+    int *first;         /* per node: its candidates' first index in peers */
     int *backlog;       /* per peer: sends to it in flight */
     round_in_t in[NSLOTS];
     uint64_t floor;     /* rounds < floor are done here */
@@ -87,6 +92,8 @@ static void clear_round(pc_nodesums_t *x, round_in_t *s)
             x->env.release(x->env.owner, s->sum[k]);
             s->sum[k] = NULL;
         }
+    if (s->total) x->env.release(x->env.owner, s->total);
+    s->total = NULL;
     s->got = 0;
     s->has_record = 0;
     s->round = UINT64_MAX;
@@ -120,7 +127,8 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
     x->node = nodes->node_of[env->me];
     x->peers = malloc(sizeof(int) * 2 * (size_t)x->n);
     x->backlog = calloc(2 * (size_t)x->n, sizeof(int));
-    int ok = x->peers && x->backlog;
+    x->first = calloc((size_t)x->n + 1, sizeof(int));
+    int ok = x->peers && x->backlog && x->first;
     for (int i = 0; ok && i < NSLOTS; i++) {
         x->in[i].round = UINT64_MAX;
         x->in[i].sum = calloc((size_t)x->n, sizeof(void *));
@@ -132,8 +140,11 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
         pc_nodesums_destroy(x);
         return PCOLL_ERR_NOMEM;
     }
-    for (int k = 0; k < x->n; k++)
+    for (int k = 0; k < x->n; k++) {
+        x->first[k] = x->npeers;
         if (k != x->node) x->npeers += pc_nodesums_candidates(nodes, k, x->peers + x->npeers);
+    }
+    x->first[x->n] = x->npeers;
     *out = x;
     return PCOLL_SUCCESS;
 }
@@ -148,6 +159,7 @@ void pc_nodesums_destroy(pc_nodesums_t *x)
     }
     free(x->acc);
     free(x->backlog);
+    free(x->first);
     free(x->peers);
     free(x);
 }
@@ -181,8 +193,9 @@ static void sent(pc_engine_t *e, void *arg, int status, const MPI_Status *st)
     check_drained(x);
 }
 
-int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
-                     const void *sum)
+/* Sends data (a copy) with its NODESUM to the peers [from, to). */
+static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint32_t flags,
+                     const unsigned char *counted, const void *sum, int from, int to)
 {
     const pc_backend_env_t *env = &x->env;
     size_t hb = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
@@ -200,6 +213,7 @@ int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, con
      * still read (a candidate of another node stopped: until it goes on) */
     memcpy(copy, sum, env->bytes);
     h->type = PC_MSG_NODESUM;
+    h->epoch = what;
     h->round = r;
     h->root = root;
     h->flags = flags;
@@ -207,7 +221,7 @@ int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, con
     if (counted) memcpy(h + 1, counted, env->bitmap_bytes);
     *o = (outgoing_t){x, copy, 1}; /* (held here until every send is posted) */
     int tag = sum_tag(x, r), rc = PCOLL_SUCCESS;
-    for (int i = 0; i < x->npeers && rc == PCOLL_SUCCESS; i++) {
+    for (int i = from; i < to && rc == PCOLL_SUCCESS; i++) {
         if (x->backlog[i] >= BACKLOG) continue; /* silent, or far behind: its node's other candidate has it */
         sending_t *one = malloc(sizeof *one);
         if (!one) {
@@ -236,10 +250,22 @@ int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, con
     return rc;
 }
 
+int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
+                     const void *sum)
+{
+    return send_data(x, r, NS_SUM, root, flags, counted, sum, 0, x->npeers);
+}
+
+int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int node, const void *total)
+{
+    if (node < 0 || node >= x->n || node == x->node) return PCOLL_SUCCESS;
+    return send_data(x, r, NS_TOTAL, -1, 0, NULL, total, x->first[node], x->first[node + 1]);
+}
+
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r)
 {
     const round_in_t *s = &x->in[r % NSLOTS];
-    return s->round == r && s->got == x->n - 1;
+    return s->round == r && (s->total || s->got == x->n - 1);
 }
 
 void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum)
@@ -247,6 +273,10 @@ void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum)
     const round_in_t *s = &x->in[r % NSLOTS];
     size_t count = x->env.count + PC_TRAILER;
     pcoll_dtype_t t = x->env.dtype;
+    if (s->total) { /* a node that had the total (by the leaders' allreduce) */
+        memcpy(sum, s->total, x->env.bytes);
+        return;
+    }
     /* in node order, so that every node has the same total to the bit
      * (the first two in either order: a sum of two is) */
     if (x->node <= 1) {
@@ -290,7 +320,12 @@ static void received(pc_engine_t *e, void *arg, int status, const MPI_Status *st
         x->env.failed(x->env.owner, status, what);
     } else {
         round_in_t *s = x->closed ? NULL : round_for(x, in->round);
-        if (s && !s->sum[in->node]) { /* the first of the node's (a deputy's and its leader's are the same) */
+        if (s && in->is_total && !s->total) {
+            s->total = in->buf;
+            in->buf = NULL;
+            x->hooks.arrived(x->hooks.arg);
+        } else if (s && !in->is_total && !s->sum[in->node]) {
+            /* the first of the node's (a deputy's and its leader's are the same) */
             s->sum[in->node] = in->buf;
             s->got++;
             in->buf = NULL;
@@ -325,7 +360,7 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to receive a node sum");
         return;
     }
-    *in = (incoming_t){x, h->round, node, buf};
+    *in = (incoming_t){x, h->round, node, h->epoch == NS_TOTAL, buf};
     int rc = pc_engine_irecv(env->engine, buf, env->bytes, src, sum_tag(x, h->round), 0, received, in);
     if (rc != PCOLL_SUCCESS) {
         env->release(env->owner, buf);
@@ -334,6 +369,8 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
         return;
     }
     x->recvs++;
+    if (h->epoch == NS_TOTAL) return; /* an answer: this node has the record */
+    x->hooks.heard(x->hooks.arg, src, h->round);
     round_in_t *s = x->closed ? NULL : round_for(x, h->round);
     if (s && !s->has_record) { /* the round's activation, for a node that has not had it */
         s->has_record = 1;

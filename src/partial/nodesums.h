@@ -1,13 +1,17 @@
 /*
- * The node sums' exchange across nodes when rounds go on without a silent
- * rank (PCOLL_EXCLUDE_MS; backend_shm.c): each node's finisher of a round
- * sends the node's sum to the two candidates (leader and deputy: the
- * node's two smallest ranks) of every other node, directly, and adds the
- * sums it receives to its own.  No rank of another node is waited for by
- * name, so a node's deputy finishes its rounds while its leader is stopped
- * (pc_policy_finisher_step), and the other nodes take the sum from
- * whichever of the two sends it.  Unlike the leaders' allreduce
- * (internode.h), nothing needs the stopped leader.
+ * The node sums node to node, the way across nodes that a stopped node
+ * leader cannot hold up (PCOLL_EXCLUDE_MS; backend_shm.c).  Rounds add the
+ * node sums up by the leaders' allreduce (internode.h) until a node's
+ * deputy (its second rank) finds its leader silent and takes its round
+ * over, or a node hears from one that did; from then on, for good, each
+ * node's finisher of a round sends the node's sum to the two candidates
+ * (leader and deputy: the node's two smallest ranks) of every other node,
+ * directly, and adds the sums it receives to its own.  No rank of another
+ * node is waited for by name, so a deputy finishes its node's rounds
+ * while its leader is stopped (pc_policy_finisher_step), and the other
+ * nodes take the sum from whichever of the two sends it.  A node that had
+ * the round by the allreduce (its leader's run ended before the others'
+ * stopped) answers a sum with its total.
  *
  *   finisher of node x, round r             candidate of node y
  *   ---------------------------             -------------------
@@ -16,7 +20,10 @@
  *   of every other node                     sum of each node for round r;
  *                                           activate r here if it is not
  *   x's sum + each other node's, in         (the record travels with it)
- *   node order: the total; r done at x
+ *   node order: the total; r done at x      y had r by the allreduce: its
+ *                                           total to x's candidates
+ *                                           (NODESUM, epoch TOTAL): x's
+ *                                           total is that
  *
  * A candidate keeps the sums it receives until its node is done with the
  * round, whoever finishes it there: a deputy that takes over has them.
@@ -43,6 +50,9 @@ typedef struct pc_nodesums pc_nodesums_t;
 typedef struct pc_nodesums_hooks {
     void *arg;
     void (*arrived)(void *arg); /* a sum or a record came: look again */
+    /* rank src sent its node's sum of round r (the backend answers with
+     * the total if its node had round r by the leaders' allreduce) */
+    void (*heard)(void *arg, int src, uint64_t r);
     void (*drained)(void *arg); /* after pc_nodesums_close: no traffic left */
 } pc_nodesums_hooks_t;
 
@@ -58,9 +68,13 @@ void pc_nodesums_destroy(pc_nodesums_t *x);
  * round's record to every other node's candidates. */
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                      const void *sum);
-/* 1 once every other node's sum of round r is here. */
+/* Sends round r's total (its node had it by the leaders' allreduce) to
+ * node's candidates. */
+int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int node, const void *total);
+/* 1 once every other node's sum of round r is here, or its total. */
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r);
-/* sum += every other node's sum of round r, in node order. */
+/* sum += every other node's sum of round r, in node order (or sum = the
+ * total that came). */
 void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum);
 /* The record of round r, if a sum of it came (0: none). */
 int pc_nodesums_record(const pc_nodesums_t *x, uint64_t r, int *root, uint32_t *flags, const unsigned char **counted);
