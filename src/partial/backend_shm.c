@@ -214,9 +214,12 @@ typedef struct shm_backend {
     pc_nodesums_t *ns;   /* at a candidate (leader, deputy) when the ranks span
                             nodes and rounds go on without a silent rank: the
                             node sums node to node, once `direct` */
-    void *exch_out;      /* node leader: the total of net's allreduce */
+    void *exch_out;      /* node leader with a deputy: the total of net's
+                            allreduce when the slot's other buffer is tainted */
+    int exch_buf;        /* the result buffer the running allreduce writes
+                            (-1: exch_out; the slot's other one, tainted meanwhile) */
     int gave_up;         /* node leader: net's allreduce given up (direct) */
-    int keep_out;        /* ... with a run that may still write exch_out */
+    int keep_out;        /* ... with a run that may still write its output */
     int role;            /* 0: this node's leader, 1: its deputy, -1: neither */
     int deputy;          /* the node's deputy, local[1] (-1: none) */
     uint64_t sent_for;   /* round + 1 whose node sum this rank sent */
@@ -926,7 +929,18 @@ static int lead(shm_backend_t *s)
             return did;
         if (atomic_load(&s->nc->deputy_on)) atomic_store(&s->nc->deputy_on, 0);
     }
-    if (pc_internode_exchange(s->net, d, sum_of(s, s->me, slot), s->exch_out) == 1) did++;
+    /* with a deputy, the total goes into the slot's other result buffer
+     * (the node sum stays for the deputy; no copy), out of the summers'
+     * way meanwhile (tainted), or if a stopped summer may still write
+     * that, into the leader's own (copied in) */
+    unsigned char *sum = sum_of(s, s->me, slot), *out = sum;
+    if (s->ns) {
+        int other = 1 - (int)(atomic_load(&s->nc->pub[slot]) & 1);
+        unsigned tainted = atomic_fetch_or(&s->nc->taint[slot], 1u << other);
+        s->exch_buf = tainted & (1u << other) ? -1 : other;
+        out = s->exch_buf < 0 ? s->exch_out : sum_in(s, s->me, slot, other);
+    }
+    if (pc_internode_exchange(s->net, d, sum, out) == 1) did++;
     return did;
 }
 
@@ -1006,13 +1020,22 @@ static int finish_across(shm_backend_t *s)
 static void exchanged(void *arg, uint64_t r)
 {
     shm_backend_t *s = arg;
+    node_ctl_t *nc = s->nc;
     int slot = (int)(r % 2);
     if (s->ns) {
         uint64_t mine = FINISHER(r + 1, s->me, 0);
-        if (direct_mode(s) || !atomic_compare_exchange_strong(&s->nc->finisher[slot], &mine, mine | 1)) return;
-        atomic_store(&s->nc->allreduced[slot], r + 1);
+        int mine_still = !direct_mode(s) && atomic_compare_exchange_strong(&nc->finisher[slot], &mine, mine | 1);
+        if (mine_still && s->exch_buf >= 0) { /* the other buffer becomes the slot's: record, then total */
+            int b = 1 - s->exch_buf;
+            memcpy(s->result[slot][s->exch_buf], s->result[slot][b], s->rec_bytes);
+            atomic_store(&nc->pub[slot], (r + 1) << 1 | (uint64_t)s->exch_buf);
+        } else if (mine_still) {
+            memcpy(sum_of(s, s->me, slot), s->exch_out, s->base.env.bytes);
+        }
+        if (s->exch_buf >= 0) atomic_fetch_and(&nc->taint[slot], ~(1u << s->exch_buf)); /* written: done with it */
+        if (!mine_still) return; /* its deputy took it over, or the node sums go node to node now */
+        atomic_store(&nc->allreduced[slot], r + 1);
     }
-    memcpy(sum_of(s, s->me, slot), s->exch_out, s->base.env.bytes);
     publish_done(s, r, 1);
 }
 
@@ -1523,8 +1546,8 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
         int node = 0;
         while (s->leaders[node] != me) node++;
         pc_internode_hooks_t hooks = {s, activate_hook, exchanged, part_drained};
-        use = pc_internode_create(env, s->leaders, s->nnodes, node, forced, small_bytes, &hooks, &s->net) ==
-              PCOLL_SUCCESS;
+        use = pc_internode_create(env, s->leaders, s->nnodes, node, forced, small_bytes, env->exclude_ns == 0, &hooks,
+                                  &s->net) == PCOLL_SUCCESS;
     }
     /* rounds that go on without a silent rank: the node sums travel
      * directly, and the deputy finishes them for a stopped leader */
@@ -1536,7 +1559,7 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
         pc_nodesums_hooks_t hooks = {s, arrived, shm_heard, part_drained};
         use = pc_nodesums_create(env, &env->ctx->nodes, &hooks, &s->ns) == PCOLL_SUCCESS;
     }
-    if (use && s->net) use = (s->exch_out = malloc(env->bytes)) != NULL;
+    if (use && s->net && s->ns) use = (s->exch_out = malloc(env->bytes)) != NULL;
     pc_nodemem_t mem; /* collective: taken part in even without memory for s */
     int made = pc_nodemem_create(comm, env->ctx->node_comm, mine, use, &mem) == 0;
     /* every rank takes the same path: every node's memory (as the node map

@@ -32,8 +32,8 @@ struct pc_internode {
 };
 
 int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, int node,
-                        pcoll_allreduce_algo_t forced, size_t small_bytes, const pc_internode_hooks_t *hooks,
-                        pc_internode_t **out)
+                        pcoll_allreduce_algo_t forced, size_t small_bytes, int inplace,
+                        const pc_internode_hooks_t *hooks, pc_internode_t **out)
 {
     *out = NULL;
     pc_internode_t *in = calloc(1, sizeof *in);
@@ -46,9 +46,9 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
     pc_links_init(&in->links, n, node, leaders);
     for (int i = 0; i < 2; i++) in->slot[i].round = UINT64_MAX;
     /* as the message backend's rounds (leaders join one by one as the
-     * activation reaches them); the node sum stays as it is (a deputy may
-     * send it instead: backend_shm.c) */
-    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, 0, &in->sched);
+     * activation reaches them); out of place, the node sum stays as it is
+     * (a deputy may send it instead: backend_shm.c) */
+    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, inplace, &in->sched);
     if (rc != PCOLL_SUCCESS) {
         free(in);
         return rc;
@@ -135,7 +135,7 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void 
     if (in->running || in->given_up) return 0;
     in->running = 1;
     in->running_round = r;
-    pc_sched_bind(in->sched, PC_SLOT_IN, (void *)sum);
+    if (sum != out) pc_sched_bind(in->sched, PC_SLOT_IN, (void *)sum);
     pc_sched_bind(in->sched, PC_SLOT_OUT, out);
     pc_sched_set_tags(in->sched, pc_tag_base(pc_engine_tags(in->env.engine), in->env.obj->channel, r), NULL);
     pc_sched_on_done(in->sched, exchange_done, in);

@@ -44,19 +44,21 @@ typedef struct pc_internode_hooks {
 } pc_internode_hooks_t;
 
 /* leaders: the node leaders' ranks in node order (n >= 2), this rank
- * leaders[node]; kept, not copied.  forced, small_bytes: the allreduce
+ * leaders[node]; kept, not copied.  inplace: the exchanges sum in place
+ * (else from the node sum into another buffer).  forced, small_bytes: the allreduce
  * algorithm setting and threshold (algo/allreduce.h). */
 int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, int node,
-                        pcoll_allreduce_algo_t forced, size_t small_bytes, const pc_internode_hooks_t *hooks,
-                        pc_internode_t **out);
+                        pcoll_allreduce_algo_t forced, size_t small_bytes, int inplace,
+                        const pc_internode_hooks_t *hooks, pc_internode_t **out);
 void pc_internode_destroy(pc_internode_t *in);
 
 /* Round r was activated at this node by one of its ranks (root, flags and
  * the parked bitmap from the node's record): pass it to the other nodes. */
 int pc_internode_initiated(pc_internode_t *in, uint64_t r, int root, uint32_t flags, const unsigned char *counted);
 
-/* Starts exchanging round r's node sum (count + PC_TRAILER elements, read
- * only) for the total, written into out; hooks.exchanged follows.  At most
+/* Starts exchanging round r's node sum (count + PC_TRAILER elements) for
+ * the total, written into out (inplace: out is sum; else sum is only
+ * read); hooks.exchanged follows.  At most
  * one round at a time: returns 0 if one runs (or the exchange was given
  * up), 1 if started, -1 if it failed (env.failed). */
 int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void *out);
