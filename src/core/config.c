@@ -108,12 +108,14 @@ static const var_t vars[] = {
       "answers again (0: wait for every rank, as synchronous rounds always do)",
       "", 1},
      V_INT, FIELD(exclude_ms), 0, 3600000},
-    {{"PCOLL_NODE_SUMS_DIRECT", "0|1", "0",
-      "1: across nodes, node-shared partial rounds send each node's sum directly to the leader and the deputy "
-      "(second rank) of every other node from the first round, as they do once a node leader is found stopped "
-      "(0: by the node leaders' allreduce until then; for testing that path)",
+    {{"PCOLL_NODE_DEPUTY", "0, 1 or 2", "0",
+      "across nodes, with PCOLL_EXCLUDE_MS, node-shared partial rounds: 1: a node leader silent for the limit has "
+      "its rounds taken over by its deputy (the node's second rank), and from then on, for the object's life, each "
+      "node's sum goes directly to the leader and the deputy of every other node (costly between nodes: docs/"
+      "design.md, section 9); 2: directly from the first round (testing that path); 0: the node leaders' "
+      "allreduce only, which waits for a stopped leader",
       "", 1},
-     V_BOOL, FIELD(node_sums_direct), 0, 1},
+     V_INT, FIELD(node_deputy), 0, 2},
     {{"PCOLL_TUNING_FILE", "a file written by pcoll-bench allreduce --tune, or empty", "",
       "the allreduce's algorithm per size, ranks and nodes, as measured on this machine (sizes, rank or node counts "
       "it has no row for: the built-in rule)",

@@ -25,7 +25,7 @@ typedef struct pc_config {
     size_t small_bytes;          /* PCOLL_ALLREDUCE_SMALL_BYTES                 */
     size_t partial_shm_bytes;    /* PCOLL_PARTIAL_SHM_BYTES                     */
     int exclude_ms;              /* PCOLL_EXCLUDE_MS                            */
-    int node_sums_direct;        /* PCOLL_NODE_SUMS_DIRECT                      */
+    int node_deputy;             /* PCOLL_NODE_DEPUTY                           */
     size_t shm_allreduce_bytes;  /* PCOLL_SHM_ALLREDUCE_BYTES                   */
     size_t shm_slice_bytes;      /* PCOLL_SHM_SLICE_BYTES                       */
     size_t shm_chunk_bytes;      /* PCOLL_SHM_CHUNK_BYTES                       */

@@ -252,7 +252,7 @@ static int init_tables(pcoll_t *ctx, pc_config_t *cfg, const char *fn)
     atomic_init(&ctx->timeout_s, cfg->timeout_s);
     ctx->partial_shm_bytes = cfg->partial_shm_bytes;
     ctx->exclude_ms = cfg->exclude_ms;
-    ctx->node_sums_direct = cfg->node_sums_direct;
+    ctx->node_deputy = cfg->node_deputy;
     ctx->shm_sizes = (pc_shm_sizes_t){cfg->shm_allreduce_bytes, cfg->shm_slice_bytes, cfg->shm_chunk_bytes};
     if (cfg->tuning.nrows > 0 && rc == PCOLL_SUCCESS) {
         if ((ctx->tuning = malloc(sizeof *ctx->tuning)))

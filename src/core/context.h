@@ -63,7 +63,7 @@ struct pcoll_ctx {
     _Atomic size_t direct_bytes, small_bytes;
     size_t partial_shm_bytes; /* partial rounds up to this size use node-shared memory */
     int exclude_ms;           /* PCOLL_EXCLUDE_MS: partial rounds go on without a rank silent this long */
-    int node_sums_direct;     /* PCOLL_NODE_SUMS_DIRECT: node sums node to node from the start (nodesums.h) */
+    int node_deputy;          /* PCOLL_NODE_DEPUTY: a stopped node leader's deputy (partial/nodesums.h) */
     struct pc_shm_allreduce *shm; /* blocking world allreduces in node-shared memory, or NULL */
     struct pc_shm_group_calls *shm_calls; /* blocking group allreduces there (with shm), or NULL */
     pc_tuning_t *tuning;          /* PCOLL_TUNING_FILE's table (agreed), or NULL */

@@ -124,8 +124,9 @@ typedef struct pc_backend_env {
     const pc_object_t *obj; /* the object: its identity (channel: engine/tags.h) */
     size_t bitmap_bytes; /* (P + 7) / 8 */
     uint64_t exclude_ns; /* PCOLL_EXCLUDE_MS (0: rounds wait for every rank) */
-    int node_sums_direct; /* PCOLL_NODE_SUMS_DIRECT (with exclude_ns): node sums go
-                             node to node from the first round (nodesums.h) */
+    int node_deputy;     /* PCOLL_NODE_DEPUTY (with exclude_ns): 1: a silent node
+                            leader's deputy takes over (nodesums.h); 2: node sums
+                            node to node from the first round */
     /* the driver's side, called on the token holder */
     void *owner;
     void (*activated)(void *owner, uint64_t round, int root, uint32_t flags);

@@ -868,7 +868,7 @@ static int shm_silent(pc_backend_t *b, int rank, int probe);
  * to node; once they do, they do for good. */
 static int direct_mode(const shm_backend_t *s)
 {
-    return s->base.env.node_sums_direct || atomic_load(&s->nc->direct) != 0;
+    return s->base.env.node_deputy == 2 || atomic_load(&s->nc->direct) != 0;
 }
 
 static void enter_direct(shm_backend_t *s, const char *why, int rank)
@@ -1546,8 +1546,9 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
         int node = 0;
         while (s->leaders[node] != me) node++;
         pc_internode_hooks_t hooks = {s, activate_hook, exchanged, part_drained};
-        use = pc_internode_create(env, s->leaders, s->nnodes, node, forced, small_bytes, env->exclude_ns == 0, &hooks,
-                                  &s->net) == PCOLL_SUCCESS;
+        int deputy = env->exclude_ns > 0 && env->node_deputy > 0; /* then the node sum stays (nodesums.h) */
+        use = pc_internode_create(env, s->leaders, s->nnodes, node, forced, small_bytes, !deputy, &hooks, &s->net) ==
+              PCOLL_SUCCESS;
     }
     /* rounds that go on without a silent rank: the node sums travel
      * directly, and the deputy finishes them for a stopped leader */
@@ -1555,7 +1556,7 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
         s->deputy = s->nlocal > 1 ? s->local[1] : -1;
         s->role = me == s->local[0] ? 0 : me == s->deputy ? 1 : -1;
     }
-    if (use && s->role >= 0 && s->nnodes > 1 && env->exclude_ns > 0) {
+    if (use && s->role >= 0 && s->nnodes > 1 && env->exclude_ns > 0 && env->node_deputy > 0) {
         pc_nodesums_hooks_t hooks = {s, arrived, shm_heard, part_drained};
         use = pc_nodesums_create(env, &env->ctx->nodes, &hooks, &s->ns) == PCOLL_SUCCESS;
     }

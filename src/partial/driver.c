@@ -334,7 +334,7 @@ void pc_driver_env(pcoll_partial_t *p, pc_backend_env_t *env)
     env->obj = &p->base;
     env->bitmap_bytes = p->bitmap_bytes;
     env->exclude_ns = (uint64_t)p->base.ctx->exclude_ms * 1000000u;
-    env->node_sums_direct = p->base.ctx->node_sums_direct;
+    env->node_deputy = p->base.ctx->node_deputy;
     env->owner = p;
     env->activated = on_activated;
     env->completed = on_completed;

@@ -1,6 +1,7 @@
 /*
  * The node sums node to node, the way across nodes that a stopped node
- * leader cannot hold up (PCOLL_EXCLUDE_MS; backend_shm.c).  Rounds add the
+ * leader cannot hold up (PCOLL_NODE_DEPUTY=1 with PCOLL_EXCLUDE_MS;
+ * backend_shm.c; PCOLL_NODE_DEPUTY=2: from the first round).  Rounds add the
  * node sums up by the leaders' allreduce (internode.h) until a node's
  * deputy (its second rank) finds its leader silent and takes its round
  * over, or a node hears from one that did; from then on, for good, each

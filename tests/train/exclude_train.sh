@@ -11,7 +11,7 @@
 # test_exclude coordinator stops it in every kind by messages), rank 3 on
 # the second of two emulated nodes (majority, hierarchical), a node
 # leader (rank 2 solo and quorum:2, rank 0 majority and quorum:2,
-# hierarchical), and two
+# hierarchical with PCOLL_NODE_DEPUTY=1), and two
 # ranks stopped from outside at a random moment (--inject freeze).
 # `timeout` turns a hang into a failure.  The solo run's timeline must show the rounds that left
 # rank 1 out at the others and its catch-up at rank 1, pcoll-trace must
@@ -33,7 +33,8 @@ run() {
     env=""
     [ "$phase" = messages ] && env="-x PCOLL_PARTIAL_SHM_BYTES=0"
     [ "$phase" = hierarchical ] && env="-x PCOLL_RANKS_PER_NODE=2"
-    [ "$phase" = direct ] && env="-x PCOLL_RANKS_PER_NODE=2 -x PCOLL_NODE_SUMS_DIRECT=1"
+    [ "$phase" = deputy ] && env="-x PCOLL_RANKS_PER_NODE=2 -x PCOLL_NODE_DEPUTY=1"
+    [ "$phase" = direct ] && env="-x PCOLL_RANKS_PER_NODE=2 -x PCOLL_NODE_DEPUTY=2"
     # shellcheck disable=SC2086
     timeout 300 $mpi -x PCOLL_EXCLUDE_MS=200 $env -np 4 "$train" --algo "$algo" "$@" --epochs 2 --max-steps 200 \
         --train-limit 20000 --inject "${INJECT:-stop:1:60:2}" --quiet --json "$dir/s.json" >"$dir/out" 2>&1 ||
@@ -110,17 +111,17 @@ INJECT=stop:0:60:2 run shm quorum:2
 # whose silence the leader (rank 0, on the other node) cannot see, so its
 # node-mate starts the MAJORITY rounds rank 3 initiates
 INJECT=stop:3:60:2 run hierarchical majority
-# a node leader stopped: its deputy (the node's second rank) finishes the
-# node's rounds, and the node sums go node to node from then on
-# (nodesums.h; the leaders' allreduce is given up); rank 2 leads the
-# second node, rank 0 the first (and is MAJORITY's leader)
-INJECT=stop:2:60:2 run hierarchical solo
-INJECT=stop:2:60:2 run hierarchical quorum:2
-INJECT=freeze:0:60:2 run hierarchical majority
+# a node leader stopped (PCOLL_NODE_DEPUTY=1): its deputy (the node's
+# second rank) finishes the node's rounds, and the node sums go node to
+# node from then on (nodesums.h; the leaders' allreduce is given up);
+# rank 2 leads the second node, rank 0 the first (and is MAJORITY's leader)
+INJECT=stop:2:60:2 run deputy solo
+INJECT=stop:2:60:2 run deputy quorum:2
+INJECT=freeze:0:60:2 run deputy majority
 # ... and rank 0 as QUORUM's leader: the waiting ranks of the other node
 # learn that it is silent from PING messages it leaves unanswered
-INJECT=stop:0:60:2 run hierarchical quorum:2
-# the node sums node to node from the first round (PCOLL_NODE_SUMS_DIRECT):
+INJECT=stop:0:60:2 run deputy quorum:2
+# the node sums node to node from the first round (PCOLL_NODE_DEPUTY=2):
 # a node's deputy takes over from there
 INJECT=stop:2:60:2 run direct majority
 # stopped from outside, wherever its threads are (adding, taking a part,

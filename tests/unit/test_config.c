@@ -65,7 +65,7 @@ static void values_and_errors(void)
         {"PCOLL_LOG_LEVEL", "debug", "loud"},          {"PCOLL_ALLREDUCE_ALGO", "ring", "fastest"},
         {"PCOLL_ALLREDUCE_DIRECT_BYTES", "4K", "4 K"}, {"PCOLL_ALLREDUCE_SMALL_BYTES", "0", "-1"},
         {"PCOLL_PARTIAL_SHM_BYTES", "1M", "1T"},       {"PCOLL_EXCLUDE_MS", "0", "3600001"},
-        {"PCOLL_NODE_SUMS_DIRECT", "1", "yes"},
+        {"PCOLL_NODE_DEPUTY", "2", "3"},
         {"PCOLL_SHM_ALLREDUCE_BYTES", "2G", "2 M"},
         {"PCOLL_SHM_SLICE_BYTES", "0", "2M"},          {"PCOLL_SHM_CHUNK_BYTES", "4K", "4095"},
         {"PCOLL_TUNING_FILE", "", "/nonexistent/pcoll-tuning"},
@@ -174,7 +174,7 @@ static void machine_and_agreement(void)
     int n = pc_config_fields(&c, f);
     CHECK(n == pc_config_nvars());
     const char *agree[] = {"PCOLL_ALLREDUCE_ALGO", "PCOLL_ALLREDUCE_DIRECT_BYTES", "PCOLL_ALLREDUCE_SMALL_BYTES",
-                           "PCOLL_PARTIAL_SHM_BYTES", "PCOLL_EXCLUDE_MS", "PCOLL_NODE_SUMS_DIRECT", "PCOLL_SHM_ALLREDUCE_BYTES",
+                           "PCOLL_PARTIAL_SHM_BYTES", "PCOLL_EXCLUDE_MS", "PCOLL_NODE_DEPUTY", "PCOLL_SHM_ALLREDUCE_BYTES",
                            "PCOLL_SHM_SLICE_BYTES",
                            "PCOLL_SHM_CHUNK_BYTES", "PCOLL_TUNING_FILE", "PCOLL_TIMELINE",
                            "PCOLL_RANKS_PER_NODE", "PCOLL_CHECK"};
