@@ -39,6 +39,7 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../algo/allreduce.h"
 #include "../core/context.h"
@@ -85,6 +86,31 @@ enum {
                              follows (its record: root, flags, [counted]) */
     PC_MSG_XFIN = 29      /* nodesums.h: the sender's last node sum is sent */
 };
+
+/* One of an object's control messages without a bitmap (the driver or
+ * the service fills the head). */
+static inline pc_obj_msg_t pc_obj_msg(uint32_t type, uint64_t round, int root)
+{
+    pc_obj_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.type = type;
+    m.round = round;
+    m.root = root;
+    return m;
+}
+
+/* The same with flags, the sender's epoch and a bitmap of bitmap_bytes
+ * after it (bits NULL: none), into m (room for them); returns its size. */
+static inline size_t pc_obj_msg_fill(pc_obj_msg_t *m, uint32_t type, uint64_t round, int root, uint32_t flags,
+                                     uint32_t epoch, const unsigned char *bits, size_t bitmap_bytes)
+{
+    *m = pc_obj_msg(type, round, root);
+    m->flags = flags;
+    m->epoch = epoch;
+    m->counted = bits != NULL;
+    if (bits) memcpy(m + 1, bits, bitmap_bytes);
+    return sizeof *m + (bits ? bitmap_bytes : 0);
+}
 
 /* A round (or rounds) complete at this rank, as env.completed hears of it. */
 typedef struct pc_round_done {

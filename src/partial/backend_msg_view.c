@@ -165,14 +165,9 @@ static void send_ctl(msg_backend_t *m, int peer, uint32_t type, uint32_t epoch, 
 {
     const pc_backend_env_t *env = &m->base.env;
     size_t bytes = sizeof(pc_obj_msg_t) + (bits ? env->bitmap_bytes : 0);
-    pc_obj_msg_t *h = calloc(1, bytes);
+    pc_obj_msg_t *h = malloc(bytes);
     if (!h) return; /* no memory: the next look asks again */
-    h->type = type;
-    h->epoch = epoch;
-    h->round = round;
-    h->root = root;
-    h->counted = bits != NULL;
-    if (bits) memcpy(h + 1, bits, env->bitmap_bytes);
+    pc_obj_msg_fill(h, type, round, root, 0, epoch, bits, env->bitmap_bytes);
     env->send(env->owner, peer, h, bytes);
     free(h);
 }

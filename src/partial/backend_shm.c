@@ -1181,11 +1181,8 @@ static int silent_elsewhere(shm_backend_t *s, int rank, int probe)
         return s->pinged[rank] != 0 && s->ponged[rank] < s->pinged[rank] &&
                pc_silence_reached(s->ping_wait[rank], (uint32_t)s->pinged[rank], s->exclude_ms);
     if (s->pinged[rank] == 0 || s->ponged[rank] >= s->pinged[rank]) { /* answered: ask again */
-        pc_obj_msg_t m;
-        memset(&m, 0, sizeof m);
-        m.type = PC_MSG_PING;
-        m.round = s->pinged[rank] = ++s->ping_seq;
-        m.root = s->me;
+        s->pinged[rank] = ++s->ping_seq;
+        pc_obj_msg_t m = pc_obj_msg(PC_MSG_PING, s->pinged[rank], s->me);
         s->base.env.send(s->base.env.owner, rank, &m, sizeof m);
     }
     uint32_t what = (uint32_t)s->pinged[rank];
@@ -1242,11 +1239,7 @@ static void shm_message(pc_backend_t *b, int src, const void *msg, size_t bytes)
     const pc_obj_msg_t *h = msg;
     uint32_t type = h->type;
     if (type == PC_MSG_PING) { /* from a rank of another node (silent_elsewhere) */
-        pc_obj_msg_t m;
-        memset(&m, 0, sizeof m);
-        m.type = PC_MSG_PONG;
-        m.round = h->round;
-        m.root = s->me;
+        pc_obj_msg_t m = pc_obj_msg(PC_MSG_PONG, h->round, s->me);
         b->env.send(b->env.owner, src, &m, sizeof m);
     } else if (type == PC_MSG_PONG) {
         if (src >= 0 && src < s->P && h->round > s->ponged[src]) s->ponged[src] = h->round;

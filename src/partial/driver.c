@@ -117,11 +117,11 @@ static void tell_leader(pcoll_partial_t *p, int type, uint64_t round)
         leader_arrival(p, type, p->me, round);
         return;
     }
-    pc_obj_msg_t m;
-    memset(&m, 0, sizeof m);
-    m.type = type == PC_ARR_WAIT ? PC_MSG_WAIT : type == PC_ARR_FLUSH ? PC_MSG_FLUSH : PC_MSG_FREE;
-    m.round = round; /* FLUSH, FREE: the rounds this rank knows activated */
-    m.root = p->me;
+    /* FLUSH, FREE: round = the rounds this rank knows activated */
+    pc_obj_msg_t m = pc_obj_msg(type == PC_ARR_WAIT    ? PC_MSG_WAIT
+                                : type == PC_ARR_FLUSH ? PC_MSG_FLUSH
+                                                       : PC_MSG_FREE,
+                                round, p->me);
     send_msg(p, PC_LEADER, &m, sizeof m);
 }
 
@@ -153,11 +153,7 @@ static void arrive_without_leader(pcoll_partial_t *p, uint64_t round)
     if (pc_leader_arrival(&p->leader, PC_ARR_WAIT, p->me, round) != 0) return;
     if (pc_policy_shares_arrivals(&p->policy) && p->shared != round + 1) {
         p->shared = round + 1;
-        pc_obj_msg_t m;
-        memset(&m, 0, sizeof m);
-        m.type = PC_MSG_WAIT;
-        m.round = round;
-        m.root = p->me;
+        pc_obj_msg_t m = pc_obj_msg(PC_MSG_WAIT, round, p->me);
         for (int r = 0; r < p->P; r++) /* the leader had it already */
             if (r != p->me && r != PC_LEADER) send_msg(p, r, &m, sizeof m);
     }

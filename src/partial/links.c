@@ -49,14 +49,7 @@ int pc_links_activate(const pc_links_t *l, const pc_backend_env_t *env, uint64_t
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to forward an activation");
         return PCOLL_ERR_NOMEM;
     }
-    memset(out, 0, sizeof *out);
-    out->type = PC_MSG_ACTIVATE;
-    out->flags = flags;
-    out->round = round;
-    out->root = root;
-    out->counted = counted != NULL;
-    out->epoch = l->epoch;
-    if (counted) memcpy(out + 1, counted, env->bitmap_bytes);
+    pc_obj_msg_fill(out, PC_MSG_ACTIVATE, round, root, flags, l->epoch, counted, env->bitmap_bytes);
     for (int k = 0; mask; k++, mask >>= 1)
         if (mask & 1) env->send(env->owner, rank_of(l, pc_act_peer(l->n, l->me, k)), out, bytes);
     if ((unsigned char *)out != stack) free(out);
@@ -66,10 +59,7 @@ int pc_links_activate(const pc_links_t *l, const pc_backend_env_t *env, uint64_t
 int pc_links_close(pc_links_t *l, const pc_backend_env_t *env)
 {
     pc_obj_msg_t fin;
-    memset(&fin, 0, sizeof fin);
-    fin.type = PC_MSG_FIN;
-    fin.root = env->me;
-    fin.epoch = l->epoch;
+    pc_obj_msg_fill(&fin, PC_MSG_FIN, 0, env->me, 0, l->epoch, NULL, 0);
     l->closed = 1;
     for (int k = 0; k < pc_act_ndims(l->n); k++)
         env->send(env->owner, rank_of(l, pc_act_peer(l->n, l->me, k)), &fin, sizeof fin);

@@ -212,13 +212,7 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
     /* a copy: the node's buffer becomes the total while the sends may
      * still read (a candidate of another node stopped: until it goes on) */
     memcpy(copy, sum, env->bytes);
-    h->type = PC_MSG_NODESUM;
-    h->epoch = what;
-    h->round = r;
-    h->root = root;
-    h->flags = flags;
-    h->counted = counted != NULL;
-    if (counted) memcpy(h + 1, counted, env->bitmap_bytes);
+    pc_obj_msg_fill(h, PC_MSG_NODESUM, r, root, flags, what, counted, env->bitmap_bytes);
     *o = (outgoing_t){x, copy, 1}; /* (held here until every send is posted) */
     int tag = sum_tag(x, r), rc = PCOLL_SUCCESS;
     for (int i = from; i < to && rc == PCOLL_SUCCESS; i++) {
@@ -384,10 +378,7 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
 
 int pc_nodesums_close(pc_nodesums_t *x)
 {
-    pc_obj_msg_t fin;
-    memset(&fin, 0, sizeof fin);
-    fin.type = PC_MSG_XFIN;
-    fin.root = x->env.me;
+    pc_obj_msg_t fin = pc_obj_msg(PC_MSG_XFIN, 0, x->env.me);
     for (int i = 0; i < x->npeers; i++) x->env.send(x->env.owner, x->peers[i], &fin, sizeof fin);
     x->closed = 1;
     for (int i = 0; i < NSLOTS; i++) clear_round(x, &x->in[i]);
