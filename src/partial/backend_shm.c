@@ -1484,8 +1484,9 @@ static void engine_mark(void *arg)
 
 /* nodesums.h: rank src (another node's) sent its node's sum of round r:
  * the node sums go node to node from now on; if this node had round r by
- * the leaders' allreduce, src's node gets its total (this node sends no
- * sum of it).  The slot still holds it: this node cannot sum round r + 2
+ * the leaders' allreduce, src gets its total (this node sends no sum of
+ * it; a finisher that takes r over from src sends its own sum, and gets it
+ * too).  The slot still holds it: this node cannot sum round r + 2
  * before src's node is done with r + 1. */
 static void shm_heard(void *arg, int src, uint64_t r)
 {
@@ -1493,7 +1494,7 @@ static void shm_heard(void *arg, int src, uint64_t r)
     enter_direct(s, "a node sum came from rank", src);
     int slot = (int)(r % 2);
     if (atomic_load(&s->nc->done) > r && atomic_load(&s->nc->allreduced[slot]) == r + 1)
-        pc_nodesums_send_total(s->ns, r, s->base.env.ctx->nodes.node_of[src], sum_of(s, s->me, slot));
+        pc_nodesums_send_total(s->ns, r, src, sum_of(s, s->me, slot));
 }
 
 /* nodesums.h: another node's sum or record came: look again */

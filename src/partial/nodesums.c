@@ -62,7 +62,6 @@ struct pc_nodesums {
     const pc_nodes_t *nodes;
     int n, node;        /* nodes; this rank's */
     int *peers, npeers; /* every other node's candidates */
-    int *first;         /* per node: its candidates' first index in peers */
     int *backlog;       /* per peer: sends to it in flight */
     round_in_t in[NSLOTS];
     uint64_t floor;     /* rounds < floor are done here */
@@ -127,8 +126,7 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
     x->node = nodes->node_of[env->me];
     x->peers = malloc(sizeof(int) * 2 * (size_t)x->n);
     x->backlog = calloc(2 * (size_t)x->n, sizeof(int));
-    x->first = calloc((size_t)x->n + 1, sizeof(int));
-    int ok = x->peers && x->backlog && x->first;
+    int ok = x->peers && x->backlog;
     for (int i = 0; ok && i < NSLOTS; i++) {
         x->in[i].round = UINT64_MAX;
         x->in[i].sum = calloc((size_t)x->n, sizeof(void *));
@@ -140,11 +138,8 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
         pc_nodesums_destroy(x);
         return PCOLL_ERR_NOMEM;
     }
-    for (int k = 0; k < x->n; k++) {
-        x->first[k] = x->npeers;
+    for (int k = 0; k < x->n; k++)
         if (k != x->node) x->npeers += pc_nodesums_candidates(nodes, k, x->peers + x->npeers);
-    }
-    x->first[x->n] = x->npeers;
     *out = x;
     return PCOLL_SUCCESS;
 }
@@ -159,7 +154,6 @@ void pc_nodesums_destroy(pc_nodesums_t *x)
     }
     free(x->acc);
     free(x->backlog);
-    free(x->first);
     free(x->peers);
     free(x);
 }
@@ -250,10 +244,11 @@ int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, con
     return send_data(x, r, NS_SUM, root, flags, counted, sum, 0, x->npeers);
 }
 
-int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int node, const void *total)
+int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total)
 {
-    if (node < 0 || node >= x->n || node == x->node) return PCOLL_SUCCESS;
-    return send_data(x, r, NS_TOTAL, -1, 0, NULL, total, x->first[node], x->first[node + 1]);
+    for (int i = 0; i < x->npeers; i++)
+        if (x->peers[i] == rank) return send_data(x, r, NS_TOTAL, -1, 0, NULL, total, i, i + 1);
+    return PCOLL_SUCCESS;
 }
 
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r)

@@ -70,8 +70,10 @@ void pc_nodesums_destroy(pc_nodesums_t *x);
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                      const void *sum);
 /* Sends round r's total (its node had it by the leaders' allreduce) to
- * node's candidates. */
-int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int node, const void *total);
+ * rank, a candidate of another node that finishes r there (it sent its
+ * node's sum): only that one, which waits for it (the other may have
+ * drained by the time it would come, at the object's end). */
+int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total);
 /* 1 once every other node's sum of round r is here, or its total. */
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r);
 /* sum += every other node's sum of round r, in node order (or sum = the
