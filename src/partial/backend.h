@@ -59,7 +59,8 @@ typedef struct pc_obj_msg {
     int32_t root;       /* initiator, or sender */
     int32_t counted;    /* 1: a bitmap of P bits follows */
     uint32_t epoch;     /* the sender's view (backend_msg.c; 0: the first) */
-    uint32_t unused_;
+    uint32_t back;      /* NODESUM: the node sums go back to the leaders'
+                           allreduce from round + back on (0: not decided) */
 } pc_obj_msg_t;
 
 enum {

@@ -187,12 +187,14 @@ typedef struct node_ctl {
                                   leader: kick it too when one is summed */
     atomic_ullong finish_stuck; /* how long a claimed round has not been
                                    finished (silence.h; what: round + 1) */
-    atomic_ullong direct;        /* 1: the node sums go node to node (nodesums.h)
-                                    from now on, not by the leaders' allreduce */
+    atomic_ullong direct;        /* round + 1 from which the node sums go node to
+                                    node (nodesums.h), not by the leaders'
+                                    allreduce (0: never): direct_for */
+    atomic_ullong back_at;       /* the round from which they go back (0: none) */
     atomic_ullong allreduced[2]; /* round + 1 if the slot's round was finished by
                                     the leaders' allreduce (its total answers a
                                     node that sends its sum: shm_heard) */
-    char pad5[LINE - 7 * sizeof(atomic_ullong)];
+    char pad5[2 * LINE - 8 * sizeof(atomic_ullong)];
 } node_ctl_t;
 
 /* finisher: rounds claimed, the rank that claimed the last, 1 once it
@@ -219,7 +221,11 @@ typedef struct shm_backend {
     int exch_buf;        /* the result buffer the running allreduce writes
                             (-1: exch_out; the slot's other one, tainted meanwhile) */
     int gave_up;         /* node leader: net's allreduce given up (direct) */
-    int keep_out;        /* ... with a run that may still write its output */
+    int keep_out;        /* ... with a run that may still write exch_out */
+    int healthy;         /* node 0's leader: rounds in a row it finished node to
+                            node with every node sum from a leader (decide_back) */
+    uint64_t healthy_next; /* ... the round that continues the run */
+    int backs;           /* ... times it sent the node sums back */
     int role;            /* 0: this node's leader, 1: its deputy, -1: neither */
     int deputy;          /* the node's deputy, local[1] (-1: none) */
     uint64_t sent_for;   /* round + 1 whose node sum this rank sent */
@@ -864,20 +870,78 @@ static int shm_activate(pc_backend_t *b, uint64_t r, int root, uint32_t flags, c
                         int from_link);
 static int shm_silent(pc_backend_t *b, int rank, int probe);
 
-/* Across nodes with a deputy (nodesums.h): whether the node sums go node
- * to node; once they do, they do for good. */
-static int direct_mode(const shm_backend_t *s)
+/* Across nodes with a deputy (nodesums.h): whether round d's node sums go
+ * node to node.  They do from round direct - 1 on, until back_at if that
+ * was decided since (else back_at ended an earlier stretch). */
+static int direct_for(const shm_backend_t *s, uint64_t d)
 {
-    return s->base.env.node_deputy == 2 || atomic_load(&s->nc->direct) != 0;
+    if (s->base.env.node_deputy == 2) return 1;
+    uint64_t from = atomic_load(&s->nc->direct), back = atomic_load(&s->nc->back_at);
+    if (from-- == 0) return 0;
+    return back > from ? d >= from && d < back : d >= from || d < back;
 }
 
-static void enter_direct(shm_backend_t *s, const char *why, int rank)
+/* From round r (at least the running one) on, the node sums go node to
+ * node; the leader's allreduce is given up (lead). */
+static void enter_direct(shm_backend_t *s, uint64_t r, const char *why, int rank)
 {
-    uint64_t no = 0;
-    if (!atomic_compare_exchange_strong(&s->nc->direct, &no, 1)) return;
+    uint64_t d = atomic_load(&s->nc->done), was = atomic_load(&s->nc->direct);
+    if (r < d) r = d;
+    do
+        if (direct_for(s, r)) return;
+    while (!atomic_compare_exchange_weak(&s->nc->direct, &was, r + 1));
     pc_log(PCOLL_LOG_INFO, "partial ch%u: the node sums go node to node from round %llu on (%s %d)",
-           s->base.env.obj->channel, (unsigned long long)atomic_load(&s->nc->done), why, rank);
-    kick(s, s->local[0]); /* its allreduce is given up */
+           s->base.env.obj->channel, (unsigned long long)r, why, rank);
+    kick(s, s->local[0]);
+}
+
+/* ... and back to the leaders' allreduce from round b on (nodesums.h) */
+static void go_back(shm_backend_t *s, uint64_t b)
+{
+    uint64_t was = atomic_load(&s->nc->back_at);
+    do
+        if (was >= b) return;
+    while (!atomic_compare_exchange_weak(&s->nc->back_at, &was, b));
+    pc_log(PCOLL_LOG_INFO, "partial ch%u: the node sums go back to the leaders' allreduce from round %llu on",
+           s->base.env.obj->channel, (unsigned long long)b);
+    kick(s, s->local[0]);
+}
+
+/* Node 0's leader has finished round d node to node: after BACK_AFTER
+ * rounds in a row (twice that after each time back, up to 64 times)
+ * whose every node sum came from a leader, the node sums go back to the
+ * leaders' allreduce from round d + 2 on; its sums of d + 1 say so. */
+#define BACK_AFTER 16
+static void decide_back(shm_backend_t *s, uint64_t d)
+{
+    if (s->base.env.node_deputy != 1 || s->me != s->leaders[0] || atomic_load(&s->nc->back_at) > d) return;
+    if (!pc_nodesums_by_leaders(s->ns, d)) {
+        s->healthy = 0;
+        return;
+    }
+    s->healthy = s->healthy_next == d ? s->healthy + 1 : 1;
+    s->healthy_next = d + 1;
+    if (s->healthy < BACK_AFTER << (s->backs < 6 ? s->backs : 6)) return;
+    s->healthy = 0;
+    s->backs++;
+    go_back(s, d + 2);
+}
+
+/* The node leader, back to the leaders' allreduce: a new run (the one
+ * given up stays, and so does its output: exch_out anew, or the slot's
+ * buffer it wrote stays tainted). */
+static int resume(shm_backend_t *s)
+{
+    void *out = s->keep_out ? malloc(s->base.env.bytes) : s->exch_out;
+    if (!out || pc_internode_resume(s->net) != PCOLL_SUCCESS) {
+        if (out != s->exch_out) free(out);
+        s->base.env.failed(s->base.env.owner, PCOLL_ERR_NOMEM, "no memory to go back to the exchange between nodes");
+        return 0;
+    }
+    s->exch_out = out;
+    s->keep_out = 0;
+    s->gave_up = 0;
+    return 1;
 }
 
 /* The node leader's part when the ranks span nodes: pass the rounds this
@@ -898,13 +962,14 @@ static int lead(shm_backend_t *s)
     }
     uint64_t d = atomic_load(&s->nc->done);
     int slot = (int)(d % 2);
-    if (s->ns && direct_mode(s)) { /* the node sums go node to node (finish_across) */
+    if (s->ns && direct_for(s, d)) { /* the node sums go node to node (finish_across) */
         if (!s->gave_up) {
             s->gave_up = 1;
-            s->keep_out = pc_internode_give_up(s->net, d);
+            s->keep_out = pc_internode_give_up(s->net, d) && s->exch_buf < 0;
         }
         return did;
     }
+    if (s->gave_up && !resume(s)) return did;
     if (atomic_load(&s->nc->summed) <= d) return did;
     if (pc_internode_running(s->net)) {
         /* a waiting rank's nudge: is a leader it waits for silent?  Its
@@ -915,7 +980,7 @@ static int lead(shm_backend_t *s)
             int k = pc_internode_waiting_on(s->net, s->own_members, s->P);
             for (int i = 0; i < k; i++)
                 if (shm_silent(&s->base, s->own_members[i], 1)) {
-                    enter_direct(s, "the leaders' exchange waits for silent rank", s->own_members[i]);
+                    enter_direct(s, d, "the leaders' exchange waits for silent rank", s->own_members[i]);
                     break;
                 }
         }
@@ -965,7 +1030,7 @@ static int finish_across(shm_backend_t *s)
     }
     uint64_t d = atomic_load(&nc->done);
     pc_nodesums_forget(s->ns, d);
-    int direct = direct_mode(s);
+    int direct = direct_for(s, d);
     /* by the leaders' allreduce, the leader's (lead); the deputy looks
      * whether the leader is silent */
     if (atomic_load(&nc->summed) <= d || (!direct && s->role == 0)) return did;
@@ -984,7 +1049,7 @@ static int finish_across(shm_backend_t *s)
     case PC_FINISH_CLAIM:
     case PC_FINISH_TAKE_OVER:
         if (!atomic_compare_exchange_strong(&nc->finisher[slot], &v, mine)) return did;
-        if (!direct) enter_direct(s, "its leader is silent: rank", s->local[0]);
+        if (!direct) enter_direct(s, d, "its leader is silent: rank", s->local[0]);
         if (holder >= 0)
             pc_log(PCOLL_LOG_DEBUG, "partial ch%u: rank %d, silent, finished round %llu here: taken over",
                    s->base.env.obj->channel, FINISHER_RANK(v), (unsigned long long)d);
@@ -999,7 +1064,7 @@ static int finish_across(shm_backend_t *s)
     if (s->sent_for != d + 1) { /* once per round, whoever held it before */
         const record_t *h = (const record_t *)s->record[slot];
         if (pc_nodesums_send(s->ns, d, h->root, h->flags, h->has_counted ? (const unsigned char *)(h + 1) : NULL,
-                             sum_of(s, s->me, slot)) != PCOLL_SUCCESS)
+                             sum_of(s, s->me, slot), atomic_load(&nc->back_at)) != PCOLL_SUCCESS)
             return did;
         s->sent_for = d + 1;
         did++;
@@ -1009,6 +1074,7 @@ static int finish_across(shm_backend_t *s)
     if (!atomic_compare_exchange_strong(&nc->finisher[slot], &mine, mine | 1)) return did;
     PC_SHM_INTERLEAVE("writing the total");
     pc_nodesums_add(s->ns, d, sum_of(s, s->me, slot));
+    decide_back(s, d);
     publish_done(s, d, 1);
     return did + 1;
 }
@@ -1024,7 +1090,7 @@ static void exchanged(void *arg, uint64_t r)
     int slot = (int)(r % 2);
     if (s->ns) {
         uint64_t mine = FINISHER(r + 1, s->me, 0);
-        int mine_still = !direct_mode(s) && atomic_compare_exchange_strong(&nc->finisher[slot], &mine, mine | 1);
+        int mine_still = !direct_for(s, r) && atomic_compare_exchange_strong(&nc->finisher[slot], &mine, mine | 1);
         if (mine_still && s->exch_buf >= 0) { /* the other buffer becomes the slot's: record, then total */
             int b = 1 - s->exch_buf;
             memcpy(s->result[slot][s->exch_buf], s->result[slot][b], s->rec_bytes);
@@ -1292,7 +1358,7 @@ static void shm_describe(pc_backend_t *b, uint64_t r, pc_stall_probe_t *p)
     shm_backend_t *s = S(b);
     if (atomic_load(&s->nc->activated) <= r || atomic_load(&s->nc->done) > r) return;
     if (atomic_load(&s->nc->summed) > r) { /* this node's part is summed: the exchange between nodes waits */
-        if (s->ns && direct_mode(s))
+        if (s->ns && direct_for(s, r))
             pc_nodesums_describe(s->ns, r, p);
         else if (s->net)
             pc_internode_describe(s->net, r, p);
@@ -1483,19 +1549,24 @@ static void engine_mark(void *arg)
 }
 
 /* nodesums.h: rank src (another node's) sent its node's sum of round r:
- * the node sums go node to node from now on; if this node had round r by
- * the leaders' allreduce, src gets its total (this node sends no sum of
+ * if this node has not done r, its node sums go node to node from r on;
+ * if it had round r by the leaders' allreduce, src gets its total (this
+ * node sends no sum of
  * it; a finisher that takes r over from src sends its own sum, and gets it
  * too).  The slot still holds it: this node cannot sum round r + 2
  * before src's node is done with r + 1. */
 static void shm_heard(void *arg, int src, uint64_t r)
 {
     shm_backend_t *s = arg;
-    enter_direct(s, "a node sum came from rank", src);
     int slot = (int)(r % 2);
-    if (atomic_load(&s->nc->done) > r && atomic_load(&s->nc->allreduced[slot]) == r + 1)
-        pc_nodesums_send_total(s->ns, r, src, sum_of(s, s->me, slot));
+    if (atomic_load(&s->nc->done) <= r)
+        enter_direct(s, r, "a node sum came from rank", src);
+    else if (atomic_load(&s->nc->allreduced[slot]) == r + 1)
+        pc_nodesums_send_total(s->ns, r, src, sum_of(s, s->me, slot), atomic_load(&s->nc->back_at));
 }
+
+/* nodesums.h: back to the leaders' allreduce from round b on */
+static void shm_back(void *arg, uint64_t b) { go_back(arg, b); }
 
 /* nodesums.h: another node's sum or record came: look again */
 static void arrived(void *arg)
@@ -1551,7 +1622,7 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
         s->role = me == s->local[0] ? 0 : me == s->deputy ? 1 : -1;
     }
     if (use && s->role >= 0 && s->nnodes > 1 && env->exclude_ns > 0 && env->node_deputy > 0) {
-        pc_nodesums_hooks_t hooks = {s, arrived, shm_heard, part_drained};
+        pc_nodesums_hooks_t hooks = {s, arrived, shm_heard, shm_back, part_drained};
         use = pc_nodesums_create(env, &env->ctx->nodes, &hooks, &s->ns) == PCOLL_SUCCESS;
     }
     if (use && s->net && s->ns) use = (s->exch_out = malloc(env->bytes)) != NULL;

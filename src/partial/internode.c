@@ -26,10 +26,25 @@ struct pc_internode {
     pc_links_t links;
     fwd_slot_t slot[2];
     pc_sched_t *sched; /* allreduce over the leaders: node sum in, total out */
+    pcoll_allreduce_algo_t forced; /* how it was built */
+    size_t small_bytes;
+    int inplace;
     int running;
     uint64_t running_round;
-    int given_up;      /* pc_internode_give_up: no exchange from here on */
+    int given_up;      /* pc_internode_give_up: no exchange until pc_internode_resume */
+    int draining;      /* the stale messages of the rounds given up are dropped */
+    uint64_t drained_from; /* ... the first of those rounds */
 };
+
+/* The allreduce over the leaders, as the message backend's rounds (leaders
+ * join one by one as the activation reaches them); out of place, the node
+ * sum stays as it is (a deputy may send it instead: backend_shm.c). */
+static int build(pc_internode_t *in)
+{
+    int rc = pc_round_sched_build(&in->env, in->forced, in->small_bytes, in->n, in->node, in->inplace, &in->sched);
+    if (rc == PCOLL_SUCCESS) pc_sched_bind_ranks(in->sched, in->leaders);
+    return rc;
+}
 
 int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, int node,
                         pcoll_allreduce_algo_t forced, size_t small_bytes, int inplace,
@@ -45,16 +60,27 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
     in->node = node;
     pc_links_init(&in->links, n, node, leaders);
     for (int i = 0; i < 2; i++) in->slot[i].round = UINT64_MAX;
-    /* as the message backend's rounds (leaders join one by one as the
-     * activation reaches them); out of place, the node sum stays as it is
-     * (a deputy may send it instead: backend_shm.c) */
-    int rc = pc_round_sched_build(env, forced, small_bytes, n, node, inplace, &in->sched);
+    in->forced = forced;
+    in->small_bytes = small_bytes;
+    in->inplace = inplace;
+    int rc = build(in);
     if (rc != PCOLL_SUCCESS) {
         free(in);
         return rc;
     }
-    pc_sched_bind_ranks(in->sched, leaders);
     *out = in;
+    return PCOLL_SUCCESS;
+}
+
+int pc_internode_resume(pc_internode_t *in)
+{
+    if (!in->given_up) return PCOLL_SUCCESS;
+    pc_sched_t *old = in->sched; /* a run given up and let go: it stays for good */
+    int rc = build(in);
+    if (rc != PCOLL_SUCCESS) return rc;
+    if (!in->running) pc_sched_free(old);
+    in->given_up = 0;
+    in->running = 0;
     return PCOLL_SUCCESS;
 }
 
@@ -133,11 +159,18 @@ static void exchange_done(pc_sched_t *sched, int status, void *arg)
 int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void *out)
 {
     if (in->running || in->given_up) return 0;
+    const pc_tags_t *t = pc_engine_tags(in->env.engine);
+    if (in->draining && r >= in->drained_from + t->seq_mod) {
+        /* round r takes the tags of a round given up again: a full turn of
+         * the sequence later, its stale messages are long dropped */
+        pc_engine_drain_forget(in->env.engine, in);
+        in->draining = 0;
+    }
     in->running = 1;
     in->running_round = r;
     if (sum != out) pc_sched_bind(in->sched, PC_SLOT_IN, (void *)sum);
     pc_sched_bind(in->sched, PC_SLOT_OUT, out);
-    pc_sched_set_tags(in->sched, pc_tag_base(pc_engine_tags(in->env.engine), in->env.obj->channel, r), NULL);
+    pc_sched_set_tags(in->sched, pc_tag_base(t, in->env.obj->channel, r), NULL);
     pc_sched_on_done(in->sched, exchange_done, in);
     int rc = pc_engine_run(in->env.engine, in->sched);
     if (rc != PCOLL_SUCCESS) {
@@ -154,6 +187,11 @@ int pc_internode_give_up(pc_internode_t *in, uint64_t from)
 {
     if (in->given_up) return 0;
     in->given_up = 1;
+    /* the drain of an earlier give-up goes: its rounds' stale messages came
+     * long ago (the exchange ran again in between) */
+    if (in->draining) pc_engine_drain_forget(in->env.engine, in);
+    in->draining = 1;
+    in->drained_from = from > 0 ? from - 1 : 0;
     int left = in->running;
     pc_engine_t *e = in->env.engine;
     const pc_tags_t *t = pc_engine_tags(e);
@@ -163,8 +201,8 @@ int pc_internode_give_up(pc_internode_t *in, uint64_t from)
         pc_sched_on_done(in->sched, run_forgotten, NULL); /* a withdrawn receive may still complete */
     }
     /* the other leaders' runs of the rounds in flight, given up too, may
-     * still send here: dropped as they come until the object's end (no
-     * exchange of this object uses those tags again) */
+     * still send here: dropped as they come, until the object's end or an
+     * exchange that takes those tags again (pc_internode_exchange) */
     int nsteps = pc_sched_nsteps(in->sched), n = 0;
     int *tags = malloc(sizeof(int) * (size_t)(nsteps > 0 ? nsteps : 1) * 4);
     if (!tags) {
@@ -196,7 +234,7 @@ int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max)
 
 void pc_internode_close(pc_internode_t *in)
 {
-    if (in->given_up) pc_engine_drain_forget(in->env.engine, in); /* a later object may take the tags */
+    if (in->draining) pc_engine_drain_forget(in->env.engine, in); /* a later object may take the tags */
     if (pc_links_close(&in->links, &in->env)) in->hooks.drained(in->hooks.arg);
 }
 

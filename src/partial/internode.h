@@ -71,9 +71,14 @@ int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max);
  * running exchange, if any, is given up (it may wait for a stopped leader
  * for good: its schedule and buffers are then kept until the process
  * ends), and what the other leaders' runs of rounds from - 1 .. from + 2
- * still send here is dropped until close.  No exchange runs again.
- * Returns 1 if a run was given up: its `out` must then stay for good. */
+ * still send here is dropped (until close, or until an exchange after
+ * pc_internode_resume would take their tags again).  No exchange runs
+ * until then.  Returns 1 if a run was given up: its `out` must then stay
+ * for good. */
 int pc_internode_give_up(pc_internode_t *in, uint64_t from);
+/* The node sums go by the exchange again (every leader resumes before the
+ * same round): a new schedule (one given up running stays for good). */
+int pc_internode_resume(pc_internode_t *in);
 
 /* An ACTIVATE or FIN from another leader; done: rounds done at this node. */
 void pc_internode_message(pc_internode_t *in, int src, const void *msg, size_t bytes, uint64_t done);

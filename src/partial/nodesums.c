@@ -1,6 +1,7 @@
 /* The node sums' exchange by direct messages: see nodesums.h. */
 #include "nodesums.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 typedef struct round_in {
     uint64_t round; /* UINT64_MAX: free */
     void **sum;     /* per node: its sum of the round (NULL: not yet; own node: never) */
+    int *from;      /* per node: the rank that sent it */
     void *total;    /* the round's total, from a node that had it (or NULL) */
     int got;
     int has_record, has_counted;
@@ -49,7 +51,7 @@ typedef struct sending {
 typedef struct incoming {
     pc_nodesums_t *x;
     uint64_t round;
-    int node, is_total;
+    int node, src, is_total;
     void *buf;
 } incoming_t;
 
@@ -130,8 +132,9 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
     for (int i = 0; ok && i < NSLOTS; i++) {
         x->in[i].round = UINT64_MAX;
         x->in[i].sum = calloc((size_t)x->n, sizeof(void *));
+        x->in[i].from = calloc((size_t)x->n, sizeof(int));
         x->in[i].counted = malloc(env->bitmap_bytes ? env->bitmap_bytes : 1);
-        ok = x->in[i].sum && x->in[i].counted;
+        ok = x->in[i].sum && x->in[i].from && x->in[i].counted;
     }
     if (ok && x->node >= 2) ok = (x->acc = malloc(env->bytes)) != NULL;
     if (!ok) {
@@ -150,6 +153,7 @@ void pc_nodesums_destroy(pc_nodesums_t *x)
     for (int i = 0; i < NSLOTS; i++) {
         if (x->in[i].sum) clear_round(x, &x->in[i]);
         free(x->in[i].sum);
+        free(x->in[i].from);
         free(x->in[i].counted);
     }
     free(x->acc);
@@ -189,7 +193,7 @@ static void sent(pc_engine_t *e, void *arg, int status, const MPI_Status *st)
 
 /* Sends data (a copy) with its NODESUM to the peers [from, to). */
 static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint32_t flags,
-                     const unsigned char *counted, const void *sum, int from, int to)
+                     const unsigned char *counted, const void *sum, uint64_t back, int from, int to)
 {
     const pc_backend_env_t *env = &x->env;
     size_t hb = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
@@ -207,6 +211,7 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
      * still read (a candidate of another node stopped: until it goes on) */
     memcpy(copy, sum, env->bytes);
     pc_obj_msg_fill(h, PC_MSG_NODESUM, r, root, flags, what, counted, env->bitmap_bytes);
+    h->back = back > r && back - r <= UINT32_MAX ? (uint32_t)(back - r) : 0;
     *o = (outgoing_t){x, copy, 1}; /* (held here until every send is posted) */
     int tag = sum_tag(x, r), rc = PCOLL_SUCCESS;
     for (int i = from; i < to && rc == PCOLL_SUCCESS; i++) {
@@ -239,15 +244,15 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
 }
 
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
-                     const void *sum)
+                     const void *sum, uint64_t back)
 {
-    return send_data(x, r, NS_SUM, root, flags, counted, sum, 0, x->npeers);
+    return send_data(x, r, NS_SUM, root, flags, counted, sum, back, 0, x->npeers);
 }
 
-int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total)
+int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total, uint64_t back)
 {
     for (int i = 0; i < x->npeers; i++)
-        if (x->peers[i] == rank) return send_data(x, r, NS_TOTAL, -1, 0, NULL, total, i, i + 1);
+        if (x->peers[i] == rank) return send_data(x, r, NS_TOTAL, -1, 0, NULL, total, back, i, i + 1);
     return PCOLL_SUCCESS;
 }
 
@@ -276,6 +281,15 @@ void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum)
     pc_reduce_sum(x->acc, s->sum[0], s->sum[1], count, t);
     for (int k = 2; k < x->n; k++) pc_reduce_sum(x->acc, x->acc, k == x->node ? sum : s->sum[k], count, t);
     memcpy(sum, x->acc, x->env.bytes);
+}
+
+int pc_nodesums_by_leaders(const pc_nodesums_t *x, uint64_t r)
+{
+    const round_in_t *s = &x->in[r % NSLOTS];
+    if (s->round != r || s->total || s->got != x->n - 1) return 0;
+    for (int k = 0; k < x->n; k++)
+        if (k != x->node && s->from[k] != pc_nodes_rank(x->nodes, k, 0)) return 0;
+    return 1;
 }
 
 int pc_nodesums_record(const pc_nodesums_t *x, uint64_t r, int *root, uint32_t *flags, const unsigned char **counted)
@@ -316,6 +330,7 @@ static void received(pc_engine_t *e, void *arg, int status, const MPI_Status *st
         } else if (s && !in->is_total && !s->sum[in->node]) {
             /* the first of the node's (a deputy's and its leader's are the same) */
             s->sum[in->node] = in->buf;
+            s->from[in->node] = in->src;
             s->got++;
             in->buf = NULL;
             x->hooks.arrived(x->hooks.arg);
@@ -349,7 +364,7 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to receive a node sum");
         return;
     }
-    *in = (incoming_t){x, h->round, node, h->epoch == NS_TOTAL, buf};
+    *in = (incoming_t){x, h->round, node, src, h->epoch == NS_TOTAL, buf};
     int rc = pc_engine_irecv(env->engine, buf, env->bytes, src, sum_tag(x, h->round), 0, received, in);
     if (rc != PCOLL_SUCCESS) {
         env->release(env->owner, buf);
@@ -358,6 +373,7 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
         return;
     }
     x->recvs++;
+    if (h->back) x->hooks.back(x->hooks.arg, h->round + h->back);
     if (h->epoch == NS_TOTAL) return; /* an answer: this node has the record */
     x->hooks.heard(x->hooks.arg, src, h->round);
     round_in_t *s = x->closed ? NULL : round_for(x, h->round);

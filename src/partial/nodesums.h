@@ -4,8 +4,8 @@
  * backend_shm.c; PCOLL_NODE_DEPUTY=2: from the first round).  Rounds add the
  * node sums up by the leaders' allreduce (internode.h) until a node's
  * deputy (its second rank) finds its leader silent and takes its round
- * over, or a node hears from one that did; from then on, for good, each
- * node's finisher of a round sends the node's sum to the two candidates
+ * over, or a node hears from one that did; from then on, until the
+ * nodes go back (below), each node's finisher of a round sends the node's sum to the two candidates
  * (leader and deputy: the node's two smallest ranks) of every other node,
  * directly, and adds the sums it receives to its own.  No rank of another
  * node is waited for by name, so a deputy finishes its node's rounds
@@ -25,6 +25,15 @@
  *                                           total to x's candidates
  *                                           (NODESUM, epoch TOTAL): x's
  *                                           total is that
+ *
+ * Going back to the allreduce: node 0's leader, finishing round r after
+ * a run of rounds whose every node sum came from its node's leader
+ * (pc_nodesums_by_leaders: no deputy stands in), decides that the node
+ * sums go back to the leaders' allreduce from round b = r + 2 on, and its
+ * sums of r + 1 say so (NODESUM's back field; every node needs node 0's
+ * sum of r + 1 before it can sum r + 2).  A node whose leader is silent
+ * again goes node to node again, and so does every node that hears its
+ * sum of a round it has not done (as above).
  *
  * A candidate keeps the sums it receives until its node is done with the
  * round, whoever finishes it there: a deputy that takes over has them.
@@ -54,6 +63,8 @@ typedef struct pc_nodesums_hooks {
     /* rank src sent its node's sum of round r (the backend answers with
      * the total if its node had round r by the leaders' allreduce) */
     void (*heard)(void *arg, int src, uint64_t r);
+    /* a sum or total said: back to the leaders' allreduce from round b on */
+    void (*back)(void *arg, uint64_t b);
     void (*drained)(void *arg); /* after pc_nodesums_close: no traffic left */
 } pc_nodesums_hooks_t;
 
@@ -66,19 +77,24 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
 void pc_nodesums_destroy(pc_nodesums_t *x);
 
 /* Sends this node's sum of round r (bytes of env, copied first) with the
- * round's record to every other node's candidates. */
+ * round's record to every other node's candidates; back: the round from
+ * which the node sums go back to the leaders' allreduce (0: not decided;
+ * sent along when > r). */
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
-                     const void *sum);
+                     const void *sum, uint64_t back);
 /* Sends round r's total (its node had it by the leaders' allreduce) to
  * rank, a candidate of another node that finishes r there (it sent its
  * node's sum): only that one, which waits for it (the other may have
  * drained by the time it would come, at the object's end). */
-int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total);
+int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total, uint64_t back);
 /* 1 once every other node's sum of round r is here, or its total. */
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r);
 /* sum += every other node's sum of round r, in node order (or sum = the
  * total that came). */
 void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum);
+/* 1 if every other node's sum of round r here came from its leader (its
+ * smallest rank; not a total): no deputy stands in. */
+int pc_nodesums_by_leaders(const pc_nodesums_t *x, uint64_t r);
 /* The record of round r, if a sum of it came (0: none). */
 int pc_nodesums_record(const pc_nodesums_t *x, uint64_t r, int *root, uint32_t *flags, const unsigned char **counted);
 /* Rounds < done are done at this node: their sums are let go. */
