@@ -25,8 +25,11 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "exclude_train: FAILED: $*"; exit 1; }
 
-# run PHASE ALGO [FLAGS...]: one stopped run, its JSON checked (INJECT:
-# the ranks stopped, default rank 1)
+# run PHASE ALGO [FLAGS...]: one stopped run (FLAGS last: they may override
+# the defaults), its JSON checked (INJECT:
+# the ranks stopped, default rank 1; STEPS: default 200; BACK=1: the node
+# sums must go back from node to node to the leaders' allreduce at both
+# nodes, as logged)
 run() {
     phase=$1 algo=$2
     shift 2
@@ -35,23 +38,30 @@ run() {
     [ "$phase" = hierarchical ] && env="-x PCOLL_RANKS_PER_NODE=2"
     [ "$phase" = deputy ] && env="-x PCOLL_RANKS_PER_NODE=2 -x PCOLL_NODE_DEPUTY=1"
     [ "$phase" = direct ] && env="-x PCOLL_RANKS_PER_NODE=2 -x PCOLL_NODE_DEPUTY=2"
+    [ "${BACK:-0}" = 1 ] && env="$env -x PCOLL_LOG_LEVEL=info"
     # shellcheck disable=SC2086
-    timeout 300 $mpi -x PCOLL_EXCLUDE_MS=200 $env -np 4 "$train" --algo "$algo" "$@" --epochs 2 --max-steps 200 \
-        --train-limit 20000 --inject "${INJECT:-stop:1:60:2}" --quiet --json "$dir/s.json" >"$dir/out" 2>&1 ||
+    timeout 300 $mpi -x PCOLL_EXCLUDE_MS=200 $env -np 4 "$train" --algo "$algo" --epochs 2 --max-steps "${STEPS:-200}" \
+        --train-limit 20000 --inject "${INJECT:-stop:1:60:2}" --quiet --json "$dir/s.json" "$@" >"$dir/out" 2>&1 ||
         { cat "$dir/out"; fail "the $phase $algo run failed"; }
-    "$py" - "$dir/s.json" "$phase" "$algo" "${INJECT:-stop:1:60:2}" <<'PY' || fail "the $phase $algo run did not go on as it should"
+    if [ "${BACK:-0}" = 1 ]; then
+        away=$(grep -c "the node sums go node to node from round" "$dir/out")
+        back=$(grep -c "the node sums go back to the leaders' allreduce from round" "$dir/out")
+        echo "exclude_train: $phase $algo: node to node logged $away times, back to the allreduce $back times"
+        [ "$away" -ge 2 ] && [ "$back" -ge 2 ] || { cat "$dir/out"; fail "the node sums did not go back to the allreduce"; }
+    fi
+    "$py" - "$dir/s.json" "$phase" "$algo" "${INJECT:-stop:1:60:2}" "${STEPS:-200}" <<'PY' || fail "the $phase $algo run did not go on as it should"
 import json, sys
 r = json.load(open(sys.argv[1]))
-phase, algo, inject = sys.argv[2], sys.argv[3], sys.argv[4]
+phase, algo, inject, steps = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 during, before = r["others_steps_per_s_during_stop"], r["others_steps_per_s_before_stop"]
 left, caught = r.get("left_out_rounds", 0), r.get("caught_up_rounds", 0)
 print(f"exclude_train: {phase} {algo} ({inject}): others {during:.1f} steps/s during the 2 s stop, {before:.1f} before; "
       f"{left} rounds left it out, {caught} kept for it; next step {r['resume_step_s']:.3f} s after SIGCONT")
-checks = {"200 steps": r["steps"] == 200, "stopped about 2 s": 1.9 < r["stop_s"] < 4,
+checks = {f"{steps} steps": r["steps"] == steps, "stopped about 2 s": 1.9 < r["stop_s"] < 4,
           "its next step after SIGCONT measured": isinstance(r.get("resume_step_s"), (int, float))}
 if "contributions_made" in r:  # gradients: each delivered once at every rank
     checks["every gradient delivered once"] = \
-        r["contributions_made"] == r["contributions_delivered_min"] == r["contributions_delivered_max"] == 800
+        r["contributions_made"] == r["contributions_delivered_min"] == r["contributions_delivered_max"] == 4 * steps
 # they went on: a stalled run makes well under a tenth of its rate
 checks["the others went on"] = during >= 0.25 * before
 checks["rounds left it out"] = left > 0 and caught > 0
@@ -113,8 +123,11 @@ INJECT=stop:0:60:2 run shm quorum:2
 INJECT=stop:3:60:2 run hierarchical majority
 # a node leader stopped (PCOLL_NODE_DEPUTY=1): its deputy (the node's
 # second rank) finishes the node's rounds, and the node sums go node to
-# node from then on (nodesums.h; the leaders' allreduce is given up);
-# rank 2 leads the second node, rank 0 the first (and is MAJORITY's leader)
+# node (nodesums.h; the leaders' allreduce is given up) until every node's
+# comes from its leader again; rank 2 leads the second node, rank 0 the
+# first (and is MAJORITY's leader).  The first run is long enough to go
+# back to the allreduce, and must.
+STEPS=600 BACK=1 INJECT=stop:2:60:2 run deputy majority --train-limit 60000
 INJECT=stop:2:60:2 run deputy solo
 INJECT=stop:2:60:2 run deputy quorum:2
 INJECT=freeze:0:60:2 run deputy majority
