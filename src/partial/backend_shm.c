@@ -911,7 +911,7 @@ static void go_back(shm_backend_t *s, uint64_t b)
  * rounds in a row (twice that after each time back, up to 64 times)
  * whose every node sum came from a leader, the node sums go back to the
  * leaders' allreduce from round d + 2 on; its sums of d + 1 say so. */
-#define BACK_AFTER 16
+#define BACK_AFTER 4
 static void decide_back(shm_backend_t *s, uint64_t d)
 {
     if (s->base.env.node_deputy != 1 || s->me != s->leaders[0] || atomic_load(&s->nc->back_at) > d) return;
