@@ -19,6 +19,7 @@ void pc_config_defaults(pc_config_t *cfg)
     cfg->small_bytes = 8192;
     cfg->partial_shm_bytes = (size_t)4 << 20;
     cfg->exclude_ms = PC_EXCLUDE_MS_DEFAULT;
+    cfg->node_deputy = 1;
     cfg->shm_allreduce_bytes = (size_t)1 << 30;
     cfg->shm_slice_bytes = (size_t)64 << 10;
     cfg->shm_chunk_bytes = (size_t)256 << 10;
@@ -108,12 +109,12 @@ static const var_t vars[] = {
       "answers again (0: wait for every rank, as synchronous rounds always do)",
       "", 1},
      V_INT, FIELD(exclude_ms), 0, 3600000},
-    {{"PCOLL_NODE_DEPUTY", "0, 1 or 2", "0",
+    {{"PCOLL_NODE_DEPUTY", "0, 1 or 2", "1",
       "across nodes, with PCOLL_EXCLUDE_MS, node-shared partial rounds: 1: a node leader silent for the limit has "
-      "its rounds taken over by its deputy (the node's second rank), and from then on, for the object's life, each "
-      "node's sum goes directly to the leader and the deputy of every other node (costly between nodes: docs/"
-      "design.md, section 9); 2: directly from the first round (testing that path); 0: the node leaders' "
-      "allreduce only, which waits for a stopped leader",
+      "its rounds taken over by its deputy (the node's second rank), and each node's sum goes directly to the "
+      "leader and the deputy of every other node (costly between nodes) until every node's comes from its leader "
+      "again, then back to the leaders' allreduce (docs/design.md, section 9); 2: directly for the object's life "
+      "(testing that path); 0: the node leaders' allreduce only, which waits for a stopped leader",
       "", 1},
      V_INT, FIELD(node_deputy), 0, 2},
     {{"PCOLL_TUNING_FILE", "a file written by pcoll-bench allreduce --tune, or empty", "",

@@ -221,7 +221,6 @@ typedef struct shm_backend {
     int exch_buf;        /* the result buffer the running allreduce writes
                             (-1: exch_out; the slot's other one, tainted meanwhile) */
     int gave_up;         /* node leader: net's allreduce given up (direct) */
-    int keep_out;        /* ... with a run that may still write exch_out */
     int healthy;         /* node 0's leader: rounds in a row it finished node to
                             node with every node sum from a leader (decide_back) */
     uint64_t healthy_next; /* ... the round that continues the run */
@@ -927,19 +926,15 @@ static void decide_back(shm_backend_t *s, uint64_t d)
     go_back(s, d + 2);
 }
 
-/* The node leader, back to the leaders' allreduce: a new run (the one
- * given up stays, and so does its output: exch_out anew, or the slot's
- * buffer it wrote stays tainted). */
+/* The node leader, back to the leaders' allreduce (exch_out anew if the
+ * run given up took it). */
 static int resume(shm_backend_t *s)
 {
-    void *out = s->keep_out ? malloc(s->base.env.bytes) : s->exch_out;
-    if (!out || pc_internode_resume(s->net) != PCOLL_SUCCESS) {
-        if (out != s->exch_out) free(out);
+    if (!s->exch_out) s->exch_out = malloc(s->base.env.bytes);
+    if (!s->exch_out || pc_internode_resume(s->net) != PCOLL_SUCCESS) {
         s->base.env.failed(s->base.env.owner, PCOLL_ERR_NOMEM, "no memory to go back to the exchange between nodes");
         return 0;
     }
-    s->exch_out = out;
-    s->keep_out = 0;
     s->gave_up = 0;
     return 1;
 }
@@ -965,7 +960,10 @@ static int lead(shm_backend_t *s)
     if (s->ns && direct_for(s, d)) { /* the node sums go node to node (finish_across) */
         if (!s->gave_up) {
             s->gave_up = 1;
-            s->keep_out = pc_internode_give_up(s->net, d) && s->exch_buf < 0;
+            /* a run that writes exch_out takes it along (a slot's buffer
+             * stays tainted) */
+            if (pc_internode_give_up(s->net, d, s->exch_buf < 0 ? s->exch_out : NULL) && s->exch_buf < 0)
+                s->exch_out = NULL;
         }
         return did;
     }
@@ -1389,7 +1387,7 @@ static void release(shm_backend_t *s)
     if (!s) return;
     pc_internode_destroy(s->net);
     pc_nodesums_destroy(s->ns);
-    if (!s->keep_out) free(s->exch_out); /* else a run given up may still write it */
+    free(s->exch_out);
     free(s->sum_members);
     free(s->own_members);
     free(s->left_out_copy);

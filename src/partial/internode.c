@@ -18,6 +18,14 @@ typedef struct fwd_slot {
     int by_msg;    /* this leader activated the node from a message */
 } fwd_slot_t;
 
+/* a run given up that has not finished yet (pc_internode_give_up) */
+typedef struct gone_run {
+    struct gone_run *next;
+    pc_internode_t *in;
+    pc_sched_t *sched;
+    void *out; /* its output, handed over (or NULL) */
+} gone_run_t;
+
 struct pc_internode {
     pc_backend_env_t env;
     pc_internode_hooks_t hooks;
@@ -31,7 +39,9 @@ struct pc_internode {
     int inplace;
     int running;
     uint64_t running_round;
+    uint64_t next;     /* the first round not exchanged here */
     int given_up;      /* pc_internode_give_up: no exchange until pc_internode_resume */
+    gone_run_t *gone;  /* runs given up, until they finish */
     int draining;      /* the stale messages of the rounds given up are dropped */
     uint64_t drained_from; /* ... the first of those rounds */
 };
@@ -75,21 +85,30 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
 int pc_internode_resume(pc_internode_t *in)
 {
     if (!in->given_up) return PCOLL_SUCCESS;
-    pc_sched_t *old = in->sched; /* a run given up and let go: it stays for good */
-    int rc = build(in);
-    if (rc != PCOLL_SUCCESS) return rc;
-    if (!in->running) pc_sched_free(old);
+    if (!in->sched) { /* the one given up went with its run */
+        int rc = build(in);
+        if (rc != PCOLL_SUCCESS) return rc;
+    }
     in->given_up = 0;
     in->running = 0;
     return PCOLL_SUCCESS;
 }
 
+static void run_forgotten(pc_sched_t *s, int status, void *arg);
+
 void pc_internode_destroy(pc_internode_t *in)
 {
     if (!in) return;
-    /* a run given up and let go: its schedule stays for good (MPI may
-     * still read what its sends point to) */
-    if (!in->given_up || !in->running) pc_sched_free(in->sched);
+    /* runs given up and not finished yet are let go: their schedules and
+     * outputs stay for good (MPI may still read what their sends point to) */
+    while (in->gone) {
+        gone_run_t *g = in->gone;
+        in->gone = g->next;
+        pc_engine_let_go(in->env.engine, g->sched);
+        pc_sched_on_done(g->sched, run_forgotten, NULL); /* a withdrawn receive may still complete */
+        free(g);
+    }
+    pc_sched_free(in->sched);
     free(in);
 }
 
@@ -146,6 +165,7 @@ static void exchange_done(pc_sched_t *sched, int status, void *arg)
     pc_internode_t *in = arg;
     if (in->given_up) return;
     in->running = 0;
+    in->next = in->running_round + 1;
     if (status != PCOLL_SUCCESS) {
         char what[400];
         snprintf(what, sizeof what, "round %llu failed between the nodes: %s", (unsigned long long)in->running_round,
@@ -168,6 +188,7 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void 
     }
     in->running = 1;
     in->running_round = r;
+    in->next = r;
     if (sum != out) pc_sched_bind(in->sched, PC_SLOT_IN, (void *)sum);
     pc_sched_bind(in->sched, PC_SLOT_OUT, out);
     pc_sched_set_tags(in->sched, pc_tag_base(t, in->env.obj->channel, r), NULL);
@@ -183,33 +204,41 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void 
 
 static void run_forgotten(pc_sched_t *s, int status, void *arg) { (void)s, (void)status, (void)arg; }
 
-int pc_internode_give_up(pc_internode_t *in, uint64_t from)
+/* A run given up has finished (the other leaders dropped its sends): its
+ * schedule and output go (from its own on_done: allowed, sched.c). */
+static void gone_finished(pc_sched_t *s, int status, void *arg)
 {
-    if (in->given_up) return 0;
-    in->given_up = 1;
-    /* the drain of an earlier give-up goes: its rounds' stale messages came
-     * long ago (the exchange ran again in between) */
-    if (in->draining) pc_engine_drain_forget(in->env.engine, in);
-    in->draining = 1;
-    in->drained_from = from > 0 ? from - 1 : 0;
-    int left = in->running;
+    (void)status;
+    gone_run_t *g = arg, **at = &g->in->gone;
+    while (*at != g) at = &(*at)->next;
+    *at = g->next;
+    pc_sched_free(s);
+    free(g->out);
+    free(g);
+}
+
+/* The other leaders' runs of the rounds from - 1 .. from + 2, given up too,
+ * may still send here: dropped as they come, until the object's end or an
+ * exchange that takes those tags again (pc_internode_exchange).  A leader
+ * that was stopped meanwhile is far behind its node: the rounds are those
+ * around the first one it has not exchanged. */
+static void drain_given_up(pc_internode_t *in, uint64_t from)
+{
+    if (in->next < from) from = in->next;
     pc_engine_t *e = in->env.engine;
     const pc_tags_t *t = pc_engine_tags(e);
-    if (in->running) { /* it waits for a stopped leader, maybe for good */
-        pc_engine_abandon(e, in->sched, PCOLL_SUCCESS);
-        pc_engine_let_go(e, in->sched);
-        pc_sched_on_done(in->sched, run_forgotten, NULL); /* a withdrawn receive may still complete */
-    }
-    /* the other leaders' runs of the rounds in flight, given up too, may
-     * still send here: dropped as they come, until the object's end or an
-     * exchange that takes those tags again (pc_internode_exchange) */
+    /* the drain of an earlier give-up goes: its rounds' stale messages came
+     * long ago (the exchange ran again in between) */
+    if (in->draining) pc_engine_drain_forget(e, in);
+    in->draining = 1;
+    in->drained_from = from > 0 ? from - 1 : 0;
     int nsteps = pc_sched_nsteps(in->sched), n = 0;
     int *tags = malloc(sizeof(int) * (size_t)(nsteps > 0 ? nsteps : 1) * 4);
     if (!tags) {
         pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the exchange given up", in->env.obj->channel);
-        return left;
+        return;
     }
-    for (uint64_t r = from > 0 ? from - 1 : 0; r <= from + 2; r++)
+    for (uint64_t r = in->drained_from; r <= from + 2; r++)
         for (int i = 0; i < nsteps; i++) {
             pc_step_kind_t k = pc_sched_step_kind(in->sched, i);
             if (k == PC_STEP_SEND || k == PC_STEP_RECV)
@@ -219,7 +248,33 @@ int pc_internode_give_up(pc_internode_t *in, uint64_t from)
     if (pc_engine_drain(e, NULL, tags, n, in) != PCOLL_SUCCESS)
         pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the exchange given up", in->env.obj->channel);
     free(tags);
-    return left;
+}
+
+int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out)
+{
+    if (in->given_up) return 0;
+    in->given_up = 1;
+    drain_given_up(in, from);
+    if (!in->running) return 0;
+    /* it waits for a stopped leader, maybe for good: its receives are
+     * withdrawn, its sends finish once their receivers drop them */
+    pc_engine_t *e = in->env.engine;
+    pc_sched_t *s = in->sched;
+    in->sched = NULL; /* pc_internode_resume builds another */
+    gone_run_t *g = malloc(sizeof *g);
+    if (g) {
+        *g = (gone_run_t){in->gone, in, s, out};
+        in->gone = g;
+        pc_sched_on_done(s, gone_finished, g); /* it may come at once */
+        pc_engine_abandon(e, s, PCOLL_SUCCESS);
+        pc_engine_let_finish(e, s);
+    } else { /* let go: it and its output stay for good */
+        pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to follow the exchange given up", in->env.obj->channel);
+        pc_sched_on_done(s, run_forgotten, NULL);
+        pc_engine_abandon(e, s, PCOLL_SUCCESS);
+        pc_engine_let_go(e, s);
+    }
+    return 1;
 }
 
 int pc_internode_running(const pc_internode_t *in) { return in->running && !in->given_up; }

@@ -69,13 +69,13 @@ int pc_internode_running(const pc_internode_t *in);
 int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max);
 /* The node sums go another way from round `from` on (nodesums.h): the
  * running exchange, if any, is given up (it may wait for a stopped leader
- * for good: its schedule and buffers are then kept until the process
+ * for good: its schedule, and `out`, malloc'd or NULL, which it may still
+ * write, go once its sends are received, or are kept until the process
  * ends), and what the other leaders' runs of rounds from - 1 .. from + 2
  * still send here is dropped (until close, or until an exchange after
  * pc_internode_resume would take their tags again).  No exchange runs
- * until then.  Returns 1 if a run was given up: its `out` must then stay
- * for good. */
-int pc_internode_give_up(pc_internode_t *in, uint64_t from);
+ * until then.  Returns 1 if a run was given up (out is then its). */
+int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out);
 /* The node sums go by the exchange again (every leader resumes before the
  * same round): a new schedule (one given up running stays for good). */
 int pc_internode_resume(pc_internode_t *in);

@@ -55,6 +55,14 @@
  * now and then, also while rank 0 makes a view of its own (the two views
  * of one epoch, the deputy's wins) or while ranks are frozen for one (the
  * takeover waits).
+ * With the argument "leader" (4 ranks; PCOLL_RANKS_PER_NODE=2 is set here:
+ * two nodes of two, the hierarchical data phase): rank 2, the second
+ * node's leader, stops at call CALLS / 3, and nobody else: its deputy
+ * (rank 3) finishes the node's rounds, the node sums go node to node, and
+ * back to the leaders' allreduce once it answers again (nodesums.h).  The
+ * same checks for SOLO, MAJORITY and QUORUM(2), and every other rank
+ * completes calls while rank 2 is stopped; only its node's ranks are told
+ * which rank a round left out (rank 3 must be).
  * Run plain and under ASan and TSan.
  */
 #include <stdatomic.h>
@@ -66,7 +74,7 @@
 #define COUNT 1000
 #define CALLS 300
 
-static int rank, size, churn, pair, coord;
+static int rank, size, churn, pair, coord, leader;
 static pid_t pair_pids[3]; /* pair: the pids of ranks 0..2 (one host) */
 static double stopped_from_ms, stopped_to_ms; /* the last stop_self, on CLOCK_MONOTONIC */
 
@@ -110,6 +118,7 @@ static int stopping_rank(void)
 {
     if (churn) return 0;
     if (pair) return rank == 1 || rank == 2;
+    if (leader) return rank == 2;
     if (coord) return rank == 0 || (size >= 4 && rank == size - 1);
     return rank == 1 || (size >= 4 && rank == size - 1);
 }
@@ -122,7 +131,8 @@ static int stops_now(int c, uint64_t seen, int *stopped)
     if (*stopped) return 0;
     /* pair: at call CALLS / 3, or as soon as the other one is stopped (a
      * rank whose calls lag would stop too late to be found with it) */
-    int now = coord && rank == 0 ? c == CALLS / 3
+    int now = leader ? rank == 2 && c == CALLS / 3
+            : coord && rank == 0 ? c == CALLS / 3
             : pair ? stopping_rank() && (c == CALLS / 3 || (c >= CALLS / 3 - 20 && process_stopped(pair_pids[3 - rank])))
                    : (rank == 1 && !coord && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
     if (now) *stopped = 1;
@@ -165,10 +175,11 @@ static void check_given_up_finished(pcoll_t *ctx, const char *what)
  * the stops came one after the other, which the other runs test). */
 static void check_during_stop(const double *ended_ms, const char *what)
 {
-    if ((!pair && !coord) || churn) return;
+    if ((!pair && !coord && !leader) || churn) return;
     double r1[2] = {stopped_from_ms, stopped_to_ms}, r2[2] = {stopped_from_ms, stopped_to_ms};
-    MPI_Bcast(r1, 2, MPI_DOUBLE, coord ? 0 : 1, MPI_COMM_WORLD); /* rank 1's stop (coordinator: rank 0's) */
-    MPI_Bcast(r2, 2, MPI_DOUBLE, coord ? 0 : 2, MPI_COMM_WORLD); /* rank 2's */
+    int one = coord ? 0 : leader ? 2 : 1; /* the stopped rank (pair: the first) */
+    MPI_Bcast(r1, 2, MPI_DOUBLE, one, MPI_COMM_WORLD);
+    MPI_Bcast(r2, 2, MPI_DOUBLE, coord ? 0 : 2, MPI_COMM_WORLD); /* pair: rank 2's */
     double a = r1[0] > r2[0] ? r1[0] : r2[0], b = r1[1] < r2[1] ? r1[1] : r2[1];
     int during = 0;
     for (int c = 0; c < CALLS; c++) during += ended_ms[c] > a && ended_ms[c] < b;
@@ -178,7 +189,8 @@ static void check_during_stop(const double *ended_ms, const char *what)
     int report = coord ? 1 : 0;
     if (rank == report)
         printf("test_exclude %s %s: rank %d completed %d calls in the %.0f ms %s stopped%s\n", what,
-               coord ? "coordinator" : "pair", rank, during, b - a, coord ? "rank 0 was" : "both ranks were",
+               coord ? "coordinator" : leader ? "leader" : "pair", rank, during, b - a,
+               coord ? "rank 0 was" : leader ? "rank 2 was" : "both ranks were",
                b - a >= 200 ? "" : " (too short to check)");
 }
 
@@ -229,7 +241,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
                    pcoll_partial_kind_name(kind), (unsigned long long)all);
     } else if (stopped)
         CHECK_MSG(caught_up > 0, "%s: rank %d was stopped and caught up no round", pcoll_partial_kind_name(kind), rank);
-    else
+    else if (!leader || rank == 3) /* leader: the other node is not told whom its rounds left out */
         CHECK_MSG(left_out_rounds > 0, "%s: no round went on without the stopped rank",
                   pcoll_partial_kind_name(kind));
     /* the same totals everywhere */
@@ -237,7 +249,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
     MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &mn, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     CHECK(mx == mn);
-    if (rank == (coord ? 1 : 0) && !churn)
+    if (rank == (coord ? 1 : leader ? 3 : 0) && !churn)
         printf("test_exclude %s: %llu rounds went on without a stopped rank at rank %d; every contribution "
                "delivered once\n",
                pcoll_partial_kind_name(kind), (unsigned long long)left_out_rounds, rank);
@@ -344,9 +356,12 @@ int main(int argc, char **argv)
     churn = argc > 1 && (strcmp(argv[1], "churn") == 0 || strcmp(argv[1], "churn-coordinator") == 0);
     pair = argc > 1 && strcmp(argv[1], "pair") == 0;
     coord = argc > 1 && (strcmp(argv[1], "coordinator") == 0 || strcmp(argv[1], "churn-coordinator") == 0);
+    leader = argc > 1 && strcmp(argv[1], "leader") == 0;
     setenv("PCOLL_EXCLUDE_MS", churn ? "1" : "100", 1);
+    if (leader) setenv("PCOLL_RANKS_PER_NODE", "2", 1);
     CHECK_MSG(size >= 3, "test_exclude needs 3 ranks or more, not %d", size);
     CHECK_MSG(!pair || size >= 4, "test_exclude pair needs 4 ranks or more, not %d", size);
+    CHECK_MSG(!leader || size == 4, "test_exclude leader needs 4 ranks, not %d", size);
     pid_t pids[4096];
     pid_t me = getpid();
     if (pair && size <= 4096) {
@@ -357,8 +372,8 @@ int main(int argc, char **argv)
     CHECK_RC(pcoll_init(MPI_COMM_WORLD, &ctx));
     run(ctx, PCOLL_PARTIAL_SOLO);
     run(ctx, PCOLL_PARTIAL_MAJORITY);
-    if (coord) run(ctx, PCOLL_PARTIAL_QUORUM);
-    run_group(ctx);
+    if (coord || leader) run(ctx, PCOLL_PARTIAL_QUORUM);
+    if (!leader) run_group(ctx);
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_exclude: %ld checks passed at rank 0\n", (long)tu_checks_);
     MPI_Finalize();
