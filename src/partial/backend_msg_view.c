@@ -1322,13 +1322,11 @@ int pc_msg_view_message(msg_backend_t *m, int src, const void *msg, size_t bytes
  * unanswered for the limit. */
 static int probe(msg_backend_t *m, int j)
 {
-    if (m->pinged[j] == 0 || m->ponged[j] >= m->pinged[j]) {
+    if (pc_ping_due(m->pinged[j], m->ponged[j])) {
         m->pinged[j] = ++m->ping_seq;
         send_ctl(m, j, PC_MSG_PING, m->epoch, m->pinged[j], m->base.env.me, NULL);
     }
-    uint32_t what = (uint32_t)m->pinged[j];
-    m->ping_wait[j] = pc_silence_look(m->ping_wait[j], what, clock_ms(), limit_ms(m));
-    return pc_silence_reached(m->ping_wait[j], what, limit_ms(m));
+    return pc_ping_look(&m->ping_wait[j], m->pinged[j], clock_ms(), limit_ms(m));
 }
 
 /* Rank j is silent: the coordinator hears of it; of the coordinator, its

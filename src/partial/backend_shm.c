@@ -910,7 +910,7 @@ static void go_back(shm_backend_t *s, uint64_t b)
  * rounds in a row (twice that after each time back, up to 64 times)
  * whose every node sum came from a leader, the node sums go back to the
  * leaders' allreduce from round d + 2 on; its sums of d + 1 say so. */
-#define BACK_AFTER 4
+#define BACK_AFTER 2
 static void decide_back(shm_backend_t *s, uint64_t d)
 {
     if (s->base.env.node_deputy != 1 || s->me != s->leaders[0] || atomic_load(&s->nc->back_at) > d) return;
@@ -1241,17 +1241,13 @@ static void shm_kick(pc_backend_t *b) { poll_rounds(S(b)); }
  * answers (shm_message); as shm_silent. */
 static int silent_elsewhere(shm_backend_t *s, int rank, int probe)
 {
-    if (!probe)
-        return s->pinged[rank] != 0 && s->ponged[rank] < s->pinged[rank] &&
-               pc_silence_reached(s->ping_wait[rank], (uint32_t)s->pinged[rank], s->exclude_ms);
-    if (s->pinged[rank] == 0 || s->ponged[rank] >= s->pinged[rank]) { /* answered: ask again */
+    if (!probe) return pc_ping_silent(s->ping_wait[rank], s->pinged[rank], s->ponged[rank], s->exclude_ms);
+    if (pc_ping_due(s->pinged[rank], s->ponged[rank])) {
         s->pinged[rank] = ++s->ping_seq;
         pc_obj_msg_t m = pc_obj_msg(PC_MSG_PING, s->pinged[rank], s->me);
         s->base.env.send(s->base.env.owner, rank, &m, sizeof m);
     }
-    uint32_t what = (uint32_t)s->pinged[rank];
-    s->ping_wait[rank] = pc_silence_look(s->ping_wait[rank], what, clock_ms(), s->exclude_ms);
-    return pc_silence_reached(s->ping_wait[rank], what, s->exclude_ms);
+    return pc_ping_look(&s->ping_wait[rank], s->pinged[rank], clock_ms(), s->exclude_ms);
 }
 
 /* The token holder (backend.h): whether rank's progress engine is silent:
@@ -1268,16 +1264,12 @@ static int shm_silent(pc_backend_t *b, int rank, int probe)
     if (!here) return silent_elsewhere(s, rank, probe);
     rank_ctl_t *c = ctl_of(s, rank);
     if (atomic_load(&c->consumed) & CONS_OWED) return 1;
-    if (!probe)
-        return s->pinged[rank] != 0 && atomic_load(&c->pong) < s->pinged[rank] &&
-               pc_silence_reached(s->ping_wait[rank], (uint32_t)s->pinged[rank], s->exclude_ms);
-    if (s->pinged[rank] == 0 || atomic_load(&c->pong) >= s->pinged[rank]) { /* answered: ask again */
+    if (!probe) return pc_ping_silent(s->ping_wait[rank], s->pinged[rank], atomic_load(&c->pong), s->exclude_ms);
+    if (pc_ping_due(s->pinged[rank], atomic_load(&c->pong))) {
         s->pinged[rank] = atomic_fetch_add(&c->ping, 1) + 1;
         kick(s, rank);
     }
-    uint32_t what = (uint32_t)s->pinged[rank];
-    s->ping_wait[rank] = pc_silence_look(s->ping_wait[rank], what, clock_ms(), s->exclude_ms);
-    return pc_silence_reached(s->ping_wait[rank], what, s->exclude_ms);
+    return pc_ping_look(&s->ping_wait[rank], s->pinged[rank], clock_ms(), s->exclude_ms);
 }
 
 /* A waiting thread's look (backend.h): a round blocked on a silent rank

@@ -63,4 +63,26 @@ static inline int pc_silence_reached(uint64_t w, uint32_t what, uint32_t limit_m
     return w != 0 && pc_silence_what(w) == (what & PC_SILENCE_WHAT_MASK) && pc_silence_waited(w) >= limit_ms;
 }
 
+/* Silence by pings: a rank is asked ping after ping (numbered, increasing),
+ * the next once it answered the last, and what is waited for is the
+ * ping's answer.  pinged: the last ping asked (0: none); answered: the
+ * last ping the rank answered. */
+
+/* Whether a new ping is due (the last one was answered, or none asked). */
+static inline int pc_ping_due(uint64_t pinged, uint64_t answered) { return pinged == 0 || answered >= pinged; }
+
+/* A look at the ping asked (*wait: its word): 1 once it has been
+ * unanswered for the limit. */
+static inline int pc_ping_look(uint64_t *wait, uint64_t pinged, uint32_t now_ms, uint32_t limit_ms)
+{
+    *wait = pc_silence_look(*wait, (uint32_t)pinged, now_ms, limit_ms);
+    return pc_silence_reached(*wait, (uint32_t)pinged, limit_ms);
+}
+
+/* The verdict of the last look, while that ping is still unanswered. */
+static inline int pc_ping_silent(uint64_t wait, uint64_t pinged, uint64_t answered, uint32_t limit_ms)
+{
+    return !pc_ping_due(pinged, answered) && pc_silence_reached(wait, (uint32_t)pinged, limit_ms);
+}
+
 #endif

@@ -9,6 +9,9 @@
  *     that matters; a newer thing starts again from zero;
  *   - the clock wraps around (every 2^22 ms in the word, every 2^32 outside);
  *   - the waiting saturates instead of wrapping;
+ *   - by pings (pc_ping_*): a new ping is due only once the last one was
+ *     answered; a rank that answers every ping is never silent, one that
+ *     stops answering is after the limit, and an answer ends the verdict;
  * for limits from 1 ms to the largest PCOLL_EXCLUDE_MS (3,600,000).
  */
 #include <stdint.h>
@@ -116,6 +119,37 @@ static void what_wraps(void)
     CHECK(pc_silence_look(n, what + 1, 50, 100) != n);
 }
 
+/* A rank pinged by one that looks every 10 ms (limit 100): it answers
+ * each ping 5 ms after it, until it stops at 500 ms; it goes on at 800. */
+static void pings(void)
+{
+    uint64_t pinged = 0, answered = 0, wait = 0, seq = 0;
+    CHECK(pc_ping_due(pinged, answered));
+    CHECK(!pc_ping_silent(wait, pinged, answered, 100));
+    int64_t silent_at = -1;
+    uint64_t asked_at = 0;
+    for (uint32_t t = 0; t <= 1000; t += 5) {
+        int answering = t < 500 || t >= 800;
+        if (answering && pinged > answered && t >= asked_at + 5) answered = pinged;
+        if (t % 10) continue;
+        if (pc_ping_due(pinged, answered)) {
+            pinged = ++seq;
+            asked_at = t;
+        } else {
+            CHECK(pinged == seq); /* no new ping while one is unanswered */
+        }
+        int silent = pc_ping_look(&wait, pinged, t, 100);
+        CHECK(silent == pc_ping_silent(wait, pinged, answered, 100) || pinged <= answered);
+        if (t < 500) CHECK(!silent);
+        if (silent && silent_at < 0) silent_at = t;
+        if (t > 805) CHECK(!pc_ping_silent(wait, pinged, answered, 100) || pinged > answered);
+    }
+    /* stopped at 500 after answering the ping of 490 (at 495): the ping of
+     * 500 is waited for from 500, silent at 600 */
+    CHECK(silent_at == 600);
+    CHECK(!pc_ping_silent(wait, pinged, answered, 100)); /* it answered again */
+}
+
 int main(void)
 {
     rng_t rng;
@@ -135,6 +169,7 @@ int main(void)
     }
     saturates();
     what_wraps();
+    pings();
     printf("test_silence: %ld checks passed\n", checks);
     return 0;
 }
