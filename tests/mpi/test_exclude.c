@@ -57,7 +57,8 @@
  * takeover waits).
  * With the argument "leader" (4 ranks; PCOLL_RANKS_PER_NODE=2 is set here:
  * two nodes of two, the hierarchical data phase): rank 2, the second
- * node's leader, stops at call CALLS / 3, and nobody else: its deputy
+ * node's leader, stops at call CALLS / 10 (early: the nodes go back to
+ * the leaders' allreduce well before the last call), and nobody else: its deputy
  * (rank 3) finishes the node's rounds, the node sums go node to node, and
  * back to the leaders' allreduce once it answers again (nodesums.h).  The
  * same checks for SOLO, MAJORITY and QUORUM(2), and every other rank
@@ -131,7 +132,7 @@ static int stops_now(int c, uint64_t seen, int *stopped)
     if (*stopped) return 0;
     /* pair: at call CALLS / 3, or as soon as the other one is stopped (a
      * rank whose calls lag would stop too late to be found with it) */
-    int now = leader ? rank == 2 && c == CALLS / 3
+    int now = leader ? rank == 2 && c == CALLS / 10
             : coord && rank == 0 ? c == CALLS / 3
             : pair ? stopping_rank() && (c == CALLS / 3 || (c >= CALLS / 3 - 20 && process_stopped(pair_pids[3 - rank])))
                    : (rank == 1 && !coord && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
@@ -220,7 +221,7 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
         left_out_rounds += info.left_out_rounds;
         caught_up += info.caught_up;
         if (churn) spin_ms((rank * 7 + c) % 4); /* busy, unevenly: the machine stays full */
-        else usleep(1000);
+        else usleep(leader ? 4000 : 1000); /* leader: the stop ends well before the last call */
     }
     CHECK_RC(pcoll_partial_flush(p, out, &info));
     for (int i = 0; i < COUNT; i++) total[i] += out[i];
