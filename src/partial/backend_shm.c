@@ -907,7 +907,7 @@ static void go_back(shm_backend_t *s, uint64_t b)
 }
 
 /* Node 0's leader has finished round d node to node: after BACK_AFTER
- * rounds in a row (twice that after each time back, up to 64 times)
+ * rounds in a row (twice as many after each time back, up to 64 times)
  * whose every node sum came from a leader, the node sums go back to the
  * leaders' allreduce from round d + 2 on; its sums of d + 1 say so. */
 #define BACK_AFTER 2
@@ -926,8 +926,15 @@ static void decide_back(shm_backend_t *s, uint64_t d)
     go_back(s, d + 2);
 }
 
-/* The node leader, back to the leaders' allreduce (exch_out anew if the
- * run given up took it). */
+/* The node leader gives its allreduce up from round d on (a run that
+ * writes exch_out takes it along; a slot's buffer stays tainted). */
+static void give_up(shm_backend_t *s, uint64_t d)
+{
+    s->gave_up = 1;
+    if (pc_internode_give_up(s->net, d, s->exch_buf < 0 ? s->exch_out : NULL) && s->exch_buf < 0) s->exch_out = NULL;
+}
+
+/* ... and goes back to it (exch_out anew if the run given up took it). */
 static int resume(shm_backend_t *s)
 {
     if (!s->exch_out) s->exch_out = malloc(s->base.env.bytes);
@@ -958,15 +965,14 @@ static int lead(shm_backend_t *s)
     uint64_t d = atomic_load(&s->nc->done);
     int slot = (int)(d % 2);
     if (s->ns && direct_for(s, d)) { /* the node sums go node to node (finish_across) */
-        if (!s->gave_up) {
-            s->gave_up = 1;
-            /* a run that writes exch_out takes it along (a slot's buffer
-             * stays tainted) */
-            if (pc_internode_give_up(s->net, d, s->exch_buf < 0 ? s->exch_out : NULL) && s->exch_buf < 0)
-                s->exch_out = NULL;
-        }
+        if (!s->gave_up) give_up(s, d);
         return did;
     }
+    /* a run of a round done here without it (node to node, while this
+     * leader was stopped) waits for leaders that gave that round up: it
+     * goes too (not seen: a leader gives up before it finishes a round
+     * node to node, which going back needs) */
+    if (s->ns && pc_internode_running(s->net) && pc_internode_running_round(s->net) < d) give_up(s, d);
     if (s->gave_up && !resume(s)) return did;
     if (atomic_load(&s->nc->summed) <= d) return did;
     if (pc_internode_running(s->net)) {

@@ -279,6 +279,8 @@ int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out)
 
 int pc_internode_running(const pc_internode_t *in) { return in->running && !in->given_up; }
 
+uint64_t pc_internode_running_round(const pc_internode_t *in) { return in->running_round; }
+
 int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max)
 {
     if (!pc_internode_running(in)) return 0;

@@ -62,8 +62,9 @@ int pc_internode_initiated(pc_internode_t *in, uint64_t r, int root, uint32_t fl
  * one round at a time: returns 0 if one runs (or the exchange was given
  * up), 1 if started, -1 if it failed (env.failed). */
 int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void *out);
-/* 1 while an exchange runs. */
+/* 1 while an exchange runs; the round it exchanges. */
 int pc_internode_running(const pc_internode_t *in);
+uint64_t pc_internode_running_round(const pc_internode_t *in);
 /* The leaders (ranks) the running exchange waits for, into out (room for
  * max); their number. */
 int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max);
