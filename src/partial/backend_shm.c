@@ -220,6 +220,7 @@ typedef struct shm_backend {
                             allreduce when the slot's other buffer is tainted */
     int exch_buf;        /* the result buffer the running allreduce writes
                             (-1: exch_out; the slot's other one, tainted meanwhile) */
+    void *exch_to;       /* ... that buffer */
     int gave_up;         /* node leader: net's allreduce given up (direct) */
     int healthy;         /* node 0's leader: rounds in a row it finished node to
                             node with every node sum from a leader (decide_back) */
@@ -927,11 +928,26 @@ static void decide_back(shm_backend_t *s, uint64_t d)
 }
 
 /* The node leader gives its allreduce up from round d on (a run that
- * writes exch_out takes it along; a slot's buffer stays tainted). */
+ * writes exch_out takes it along; a slot's buffer stays tainted until the
+ * run has finished: released). */
 static void give_up(shm_backend_t *s, uint64_t d)
 {
     s->gave_up = 1;
-    if (pc_internode_give_up(s->net, d, s->exch_buf < 0 ? s->exch_out : NULL) && s->exch_buf < 0) s->exch_out = NULL;
+    if (pc_internode_give_up(s->net, d, s->exch_to, s->exch_buf < 0) && s->exch_buf < 0) s->exch_out = NULL;
+}
+
+/* internode.h: a run given up has finished: the slot's buffer it wrote may
+ * be summed into again */
+static void released(void *arg, void *out)
+{
+    shm_backend_t *s = arg;
+    for (int slot = 0; slot < 2; slot++)
+        for (int b = 0; b < 2; b++)
+            if (s->result[slot][b] && sum_in(s, s->me, slot, b) == out) {
+                atomic_fetch_and(&s->nc->taint[slot], ~(1u << b));
+                pc_log(PCOLL_LOG_DEBUG, "partial ch%u: the leaders' run given up has finished: result buffer %d of "
+                       "slot %d is free again", s->base.env.obj->channel, b, slot);
+            }
 }
 
 /* ... and goes back to it (exch_out anew if the run given up took it). */
@@ -1009,6 +1025,7 @@ static int lead(shm_backend_t *s)
         s->exch_buf = tainted & (1u << other) ? -1 : other;
         out = s->exch_buf < 0 ? s->exch_out : sum_in(s, s->me, slot, other);
     }
+    s->exch_to = out;
     if (pc_internode_exchange(s->net, d, sum, out) == 1) did++;
     return did;
 }
@@ -1606,7 +1623,7 @@ int pc_backend_shm_create(const pc_backend_env_t *env, MPI_Comm comm, int use, p
     if (use && leads && s->nnodes > 1) {
         int node = 0;
         while (s->leaders[node] != me) node++;
-        pc_internode_hooks_t hooks = {s, activate_hook, exchanged, part_drained};
+        pc_internode_hooks_t hooks = {s, activate_hook, exchanged, part_drained, released};
         int deputy = env->exclude_ns > 0 && env->node_deputy > 0; /* then the node sum stays (nodesums.h) */
         use = pc_internode_create(env, s->leaders, s->nnodes, node, forced, small_bytes, !deputy, &hooks, &s->net) ==
               PCOLL_SUCCESS;

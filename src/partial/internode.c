@@ -23,7 +23,8 @@ typedef struct gone_run {
     struct gone_run *next;
     pc_internode_t *in;
     pc_sched_t *sched;
-    void *out; /* its output, handed over (or NULL) */
+    void *out; /* its output */
+    int owned; /* ... handed over (else lent: hooks.released) */
 } gone_run_t;
 
 struct pc_internode {
@@ -209,11 +210,14 @@ static void run_forgotten(pc_sched_t *s, int status, void *arg) { (void)s, (void
 static void gone_finished(pc_sched_t *s, int status, void *arg)
 {
     (void)status;
-    gone_run_t *g = arg, **at = &g->in->gone;
+    gone_run_t *g = arg;
+    pc_internode_t *in = g->in;
+    gone_run_t **at = &in->gone;
     while (*at != g) at = &(*at)->next;
     *at = g->next;
     pc_sched_free(s);
-    free(g->out);
+    if (g->owned) free(g->out);
+    else in->hooks.released(in->hooks.arg, g->out);
     free(g);
 }
 
@@ -250,7 +254,7 @@ static void drain_given_up(pc_internode_t *in, uint64_t from)
     free(tags);
 }
 
-int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out)
+int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out, int owned)
 {
     if (in->given_up) return 0;
     in->given_up = 1;
@@ -263,7 +267,7 @@ int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out)
     in->sched = NULL; /* pc_internode_resume builds another */
     gone_run_t *g = malloc(sizeof *g);
     if (g) {
-        *g = (gone_run_t){in->gone, in, s, out};
+        *g = (gone_run_t){in->gone, in, s, out, owned};
         in->gone = g;
         pc_sched_on_done(s, gone_finished, g); /* it may come at once */
         pc_engine_abandon(e, s, PCOLL_SUCCESS);

@@ -41,6 +41,9 @@ typedef struct pc_internode_hooks {
     void (*exchanged)(void *arg, uint64_t r);
     /* after pc_internode_close: every other leader's FIN came */
     void (*drained)(void *arg);
+    /* a run given up has finished: `out`, its output (lent, not handed
+     * over: pc_internode_give_up), is written no more */
+    void (*released)(void *arg, void *out);
 } pc_internode_hooks_t;
 
 /* leaders: the node leaders' ranks in node order (n >= 2), this rank
@@ -70,13 +73,14 @@ uint64_t pc_internode_running_round(const pc_internode_t *in);
 int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max);
 /* The node sums go another way from round `from` on (nodesums.h): the
  * running exchange, if any, is given up (it may wait for a stopped leader
- * for good: its schedule, and `out`, malloc'd or NULL, which it may still
- * write, go once its sends are received, or are kept until the process
- * ends), and what the other leaders' runs of rounds from - 1 .. from + 2
- * still send here is dropped (until close, or until an exchange after
+ * for good), and what the other leaders' runs of rounds from - 1 .. from
+ * + 2 still send here is dropped (until close, or until an exchange after
  * pc_internode_resume would take their tags again).  No exchange runs
- * until then.  Returns 1 if a run was given up (out is then its). */
-int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out);
+ * until then.  The run's schedule goes once its sends are received (or
+ * stays until the process ends), and so does its output `out` if owned
+ * (malloc'd: handed over), else hooks.released then tells of it.  Returns
+ * 1 if a run was given up. */
+int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out, int owned);
 /* The node sums go by the exchange again (every leader resumes before the
  * same round): a new schedule (one given up running stays for good). */
 int pc_internode_resume(pc_internode_t *in);
