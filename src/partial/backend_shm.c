@@ -950,11 +950,12 @@ static void released(void *arg, void *out)
             }
 }
 
-/* ... and goes back to it (exch_out anew if the run given up took it). */
-static int resume(shm_backend_t *s)
+/* ... and goes back to it from round d on (exch_out anew if the run given
+ * up took it). */
+static int resume(shm_backend_t *s, uint64_t d)
 {
     if (!s->exch_out) s->exch_out = malloc(s->base.env.bytes);
-    if (!s->exch_out || pc_internode_resume(s->net) != PCOLL_SUCCESS) {
+    if (!s->exch_out || pc_internode_resume(s->net, d) != PCOLL_SUCCESS) {
         s->base.env.failed(s->base.env.owner, PCOLL_ERR_NOMEM, "no memory to go back to the exchange between nodes");
         return 0;
     }
@@ -989,7 +990,7 @@ static int lead(shm_backend_t *s)
      * goes too (not seen: a leader gives up before it finishes a round
      * node to node, which going back needs) */
     if (s->ns && pc_internode_running(s->net) && pc_internode_running_round(s->net) < d) give_up(s, d);
-    if (s->gave_up && !resume(s)) return did;
+    if (s->gave_up && !resume(s, d)) return did;
     if (atomic_load(&s->nc->summed) <= d) return did;
     if (pc_internode_running(s->net)) {
         /* a waiting rank's nudge: is a leader it waits for silent?  Its

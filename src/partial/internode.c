@@ -27,6 +27,13 @@ typedef struct gone_run {
     int owned; /* ... handed over (else lent: hooks.released) */
 } gone_run_t;
 
+/* the rounds of a give-up whose stale messages are dropped (the engine's
+ * drain place, owned by this window) */
+typedef struct drain_window {
+    struct drain_window *next;
+    uint64_t first; /* its first round */
+} drain_window_t;
+
 struct pc_internode {
     pc_backend_env_t env;
     pc_internode_hooks_t hooks;
@@ -43,8 +50,7 @@ struct pc_internode {
     uint64_t next;     /* the first round not exchanged here */
     int given_up;      /* pc_internode_give_up: no exchange until pc_internode_resume */
     gone_run_t *gone;  /* runs given up, until they finish */
-    int draining;      /* the stale messages of the rounds given up are dropped */
-    uint64_t drained_from; /* ... the first of those rounds */
+    drain_window_t *windows; /* rounds given up whose stale messages are dropped */
 };
 
 /* The allreduce over the leaders, as the message backend's rounds (leaders
@@ -83,9 +89,10 @@ int pc_internode_create(const pc_backend_env_t *env, const int *leaders, int n, 
     return PCOLL_SUCCESS;
 }
 
-int pc_internode_resume(pc_internode_t *in)
+int pc_internode_resume(pc_internode_t *in, uint64_t from)
 {
     if (!in->given_up) return PCOLL_SUCCESS;
+    in->next = from; /* the leaders' runs from here on are those of from and later */
     if (!in->sched) { /* the one given up went with its run */
         int rc = build(in);
         if (rc != PCOLL_SUCCESS) return rc;
@@ -96,6 +103,24 @@ int pc_internode_resume(pc_internode_t *in)
 }
 
 static void run_forgotten(pc_sched_t *s, int status, void *arg);
+
+/* Ends the drains of the windows whose tags round r takes again (all:
+ * UINT64_MAX): a full turn of the sequence after them, their stale
+ * messages are long dropped. */
+static void forget_windows(pc_internode_t *in, uint64_t r)
+{
+    uint64_t turn = pc_engine_tags(in->env.engine)->seq_mod;
+    for (drain_window_t **at = &in->windows; *at;) {
+        drain_window_t *w = *at;
+        if (r != UINT64_MAX && r < w->first + turn) {
+            at = &w->next;
+            continue;
+        }
+        pc_engine_drain_forget(in->env.engine, w);
+        *at = w->next;
+        free(w);
+    }
+}
 
 void pc_internode_destroy(pc_internode_t *in)
 {
@@ -109,6 +134,7 @@ void pc_internode_destroy(pc_internode_t *in)
         pc_sched_on_done(g->sched, run_forgotten, NULL); /* a withdrawn receive may still complete */
         free(g);
     }
+    forget_windows(in, UINT64_MAX);
     pc_sched_free(in->sched);
     free(in);
 }
@@ -181,12 +207,7 @@ int pc_internode_exchange(pc_internode_t *in, uint64_t r, const void *sum, void 
 {
     if (in->running || in->given_up) return 0;
     const pc_tags_t *t = pc_engine_tags(in->env.engine);
-    if (in->draining && r >= in->drained_from + t->seq_mod) {
-        /* round r takes the tags of a round given up again: a full turn of
-         * the sequence later, its stale messages are long dropped */
-        pc_engine_drain_forget(in->env.engine, in);
-        in->draining = 0;
-    }
+    forget_windows(in, r);
     in->running = 1;
     in->running_round = r;
     in->next = r;
@@ -223,33 +244,36 @@ static void gone_finished(pc_sched_t *s, int status, void *arg)
 
 /* The other leaders' runs of the rounds from - 1 .. from + 2, given up too,
  * may still send here: dropped as they come, until the object's end or an
- * exchange that takes those tags again (pc_internode_exchange).  A leader
- * that was stopped meanwhile is far behind its node: the rounds are those
- * around the first one it has not exchanged. */
+ * exchange that takes those tags again (forget_windows).  A leader that
+ * was stopped meanwhile is far behind its node: the rounds are those
+ * around the first one it has not exchanged.  (The nodes go back to the
+ * exchange at least 3 rounds after this window: a leader gives up before
+ * it finishes a round node to node, and going back needs two such rounds
+ * in a row; so no window holds a round of the exchange resumed.) */
 static void drain_given_up(pc_internode_t *in, uint64_t from)
 {
     if (in->next < from) from = in->next;
     pc_engine_t *e = in->env.engine;
     const pc_tags_t *t = pc_engine_tags(e);
-    /* the drain of an earlier give-up goes: its rounds' stale messages came
-     * long ago (the exchange ran again in between) */
-    if (in->draining) pc_engine_drain_forget(e, in);
-    in->draining = 1;
-    in->drained_from = from > 0 ? from - 1 : 0;
     int nsteps = pc_sched_nsteps(in->sched), n = 0;
     int *tags = malloc(sizeof(int) * (size_t)(nsteps > 0 ? nsteps : 1) * 4);
-    if (!tags) {
+    drain_window_t *w = malloc(sizeof *w);
+    if (!tags || !w) {
+        free(tags);
+        free(w);
         pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the exchange given up", in->env.obj->channel);
         return;
     }
-    for (uint64_t r = in->drained_from; r <= from + 2; r++)
+    *w = (drain_window_t){in->windows, from > 0 ? from - 1 : 0};
+    in->windows = w;
+    for (uint64_t r = w->first; r <= from + 2; r++)
         for (int i = 0; i < nsteps; i++) {
             pc_step_kind_t k = pc_sched_step_kind(in->sched, i);
             if (k == PC_STEP_SEND || k == PC_STEP_RECV)
                 tags[n++] = pc_tag_base(t, in->env.obj->channel, r) |
                             (int)((uint32_t)pc_sched_step_tag(in->sched, i, t->step_mask) & t->step_mask);
         }
-    if (pc_engine_drain(e, NULL, tags, n, in) != PCOLL_SUCCESS)
+    if (pc_engine_drain(e, NULL, tags, n, w) != PCOLL_SUCCESS)
         pc_log(PCOLL_LOG_WARN, "partial ch%u: no memory to drain the exchange given up", in->env.obj->channel);
     free(tags);
 }
@@ -295,13 +319,13 @@ int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max)
 
 void pc_internode_close(pc_internode_t *in)
 {
-    if (in->draining) pc_engine_drain_forget(in->env.engine, in); /* a later object may take the tags */
+    forget_windows(in, UINT64_MAX); /* a later object may take the tags */
     if (pc_links_close(&in->links, &in->env)) in->hooks.drained(in->hooks.arg);
 }
 
 void pc_internode_describe(pc_internode_t *in, uint64_t r, pc_stall_probe_t *p)
 {
-    if (!in->running || in->running_round != r) return;
+    if (!pc_internode_running(in) || in->running_round != r) return;
     int *peers = malloc(sizeof(int) * (size_t)in->n);
     if (!peers) return;
     int k = pc_sched_waiting_on(in->sched, peers, in->n);

@@ -81,9 +81,10 @@ int pc_internode_waiting_on(const pc_internode_t *in, int *out, int max);
  * (malloc'd: handed over), else hooks.released then tells of it.  Returns
  * 1 if a run was given up. */
 int pc_internode_give_up(pc_internode_t *in, uint64_t from, void *out, int owned);
-/* The node sums go by the exchange again (every leader resumes before the
- * same round): a new schedule (one given up running stays for good). */
-int pc_internode_resume(pc_internode_t *in);
+/* The node sums go by the exchange again from round `from` on (every
+ * leader resumes before the same round): a new schedule if the one given
+ * up went with its run. */
+int pc_internode_resume(pc_internode_t *in, uint64_t from);
 
 /* An ACTIVATE or FIN from another leader; done: rounds done at this node. */
 void pc_internode_message(pc_internode_t *in, int src, const void *msg, size_t bytes, uint64_t done);

@@ -57,10 +57,11 @@
  * takeover waits).
  * With the argument "leader" (4 ranks; PCOLL_RANKS_PER_NODE=2 is set here:
  * two nodes of two, the hierarchical data phase): rank 2, the second
- * node's leader, stops at call CALLS / 10 (early: the nodes go back to
- * the leaders' allreduce well before the last call), and nobody else: its deputy
- * (rank 3) finishes the node's rounds, the node sums go node to node, and
- * back to the leaders' allreduce once it answers again (nodesums.h).  The
+ * node's leader, stops at its calls CALLS / 10 and CALLS / 5 (calls 4 ms
+ * apart: the first stop ends well before the last call), and nobody else:
+ * its deputy (rank 3) finishes the node's rounds, the node sums go node to
+ * node, back to the leaders' allreduce once it answers again
+ * (nodesums.h), and node to node again at the second stop.  The
  * same checks for SOLO, MAJORITY and QUORUM(2), and every other rank
  * completes calls while rank 2 is stopped; only its node's ranks are told
  * which rank a round left out (rank 3 must be).
@@ -129,11 +130,11 @@ static int stopping_rank(void)
 static int stops_now(int c, uint64_t seen, int *stopped)
 {
     if (churn) return coord && rank == 0 && c % 30 == 15; /* short stops, again and again */
+    if (leader) return rank == 2 && (c == CALLS / 10 || c == CALLS / 5); /* twice: away, back, away */
     if (*stopped) return 0;
     /* pair: at call CALLS / 3, or as soon as the other one is stopped (a
      * rank whose calls lag would stop too late to be found with it) */
-    int now = leader ? rank == 2 && c == CALLS / 10
-            : coord && rank == 0 ? c == CALLS / 3
+    int now = coord && rank == 0 ? c == CALLS / 3
             : pair ? stopping_rank() && (c == CALLS / 3 || (c >= CALLS / 3 - 20 && process_stopped(pair_pids[3 - rank])))
                    : (rank == 1 && !coord && c == CALLS / 3) || (size >= 4 && rank == size - 1 && c >= CALLS / 3 + 10 && seen > 0);
     if (now) *stopped = 1;
