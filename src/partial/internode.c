@@ -189,8 +189,7 @@ void pc_internode_message(pc_internode_t *in, int src, const void *msg, size_t b
 
 static void exchange_done(pc_sched_t *sched, int status, void *arg)
 {
-    pc_internode_t *in = arg;
-    if (in->given_up) return;
+    pc_internode_t *in = arg; /* (a run given up has another on_done: gone_finished) */
     in->running = 0;
     in->next = in->running_round + 1;
     if (status != PCOLL_SUCCESS) {
