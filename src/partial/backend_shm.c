@@ -1563,20 +1563,30 @@ static void engine_mark(void *arg)
 }
 
 /* nodesums.h: rank src (another node's) sent its node's sum of round r:
- * if this node has not done r, its node sums go node to node from r on;
- * if it had round r by the leaders' allreduce, src gets its total (this
- * node sends no sum of
- * it; a finisher that takes r over from src sends its own sum, and gets it
- * too).  The slot still holds it: this node cannot sum round r + 2
- * before src's node is done with r + 1. */
+ * if this node has not done r, its node sums go node to node from r on,
+ * and if this rank sent its own sum of r to src's node's other candidate
+ * alone, src (which finishes r there now) gets it too; if this node has
+ * done r but src may lack its sum (this node had r by the leaders'
+ * allreduce, or src took r over from the one it went to), src gets the
+ * total.  The slot still holds the sum or the total: this node cannot
+ * sum round r + 2 before src's node is done with r + 1 (and once done
+ * with r + 1 here, src's node has done r: nothing to answer). */
 static void shm_heard(void *arg, int src, uint64_t r)
 {
     shm_backend_t *s = arg;
     int slot = (int)(r % 2);
-    if (atomic_load(&s->nc->done) <= r)
+    uint64_t d = atomic_load(&s->nc->done), back = atomic_load(&s->nc->back_at);
+    if (d <= r) {
         enter_direct(s, r, "a node sum came from rank", src);
-    else if (atomic_load(&s->nc->allreduced[slot]) == r + 1)
-        pc_nodesums_send_total(s->ns, r, src, sum_of(s, s->me, slot), atomic_load(&s->nc->back_at));
+        if (d == r && s->sent_for == r + 1) {
+            const record_t *h = (const record_t *)s->record[slot];
+            pc_nodesums_resend(s->ns, r, src, h->root, h->flags,
+                               h->has_counted ? (const unsigned char *)(h + 1) : NULL, sum_of(s, s->me, slot), back);
+        }
+    } else if (d == r + 1 &&
+               (atomic_load(&s->nc->allreduced[slot]) == r + 1 || pc_nodesums_lacks(s->ns, r, src))) {
+        pc_nodesums_send_total(s->ns, r, src, sum_of(s, s->me, slot), back);
+    }
 }
 
 /* nodesums.h: back to the leaders' allreduce from round b on */

@@ -55,6 +55,13 @@ typedef struct incoming {
     void *buf;
 } incoming_t;
 
+/* where this rank sent its node's sum of one round: per node, the rank
+ * (-1: both candidates) */
+typedef struct round_out {
+    uint64_t round; /* UINT64_MAX: none */
+    int *to;
+} round_out_t;
+
 /* NODESUM's epoch field: what the data is */
 enum { NS_SUM = 0, NS_TOTAL = 1 };
 
@@ -65,7 +72,12 @@ struct pc_nodesums {
     int n, node;        /* nodes; this rank's */
     int *peers, npeers; /* every other node's candidates */
     int *backlog;       /* per peer: sends to it in flight */
+    int *list;          /* peers to send to (scratch) */
     round_in_t in[NSLOTS];
+    round_out_t out[NSLOTS];
+    int *finisher;      /* per node: the rank its latest sum came from (-1: not known) */
+    uint64_t *finisher_round; /* ... of that round */
+    uint64_t sent_next; /* the round after the last one this rank sent */
     uint64_t floor;     /* rounds < floor are done here */
     int recvs, sends;   /* in flight */
     void *acc;          /* a node-ordered total, for a node after the second */
@@ -128,7 +140,15 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
     x->node = nodes->node_of[env->me];
     x->peers = malloc(sizeof(int) * 2 * (size_t)x->n);
     x->backlog = calloc(2 * (size_t)x->n, sizeof(int));
-    int ok = x->peers && x->backlog;
+    x->list = malloc(sizeof(int) * 2 * (size_t)x->n);
+    x->finisher = malloc(sizeof(int) * (size_t)x->n);
+    x->finisher_round = calloc((size_t)x->n, sizeof(uint64_t));
+    int ok = x->peers && x->backlog && x->list && x->finisher && x->finisher_round;
+    for (int k = 0; ok && k < x->n; k++) x->finisher[k] = -1;
+    for (int i = 0; ok && i < NSLOTS; i++) {
+        x->out[i].round = UINT64_MAX;
+        ok = (x->out[i].to = malloc(sizeof(int) * (size_t)x->n)) != NULL;
+    }
     for (int i = 0; ok && i < NSLOTS; i++) {
         x->in[i].round = UINT64_MAX;
         x->in[i].sum = calloc((size_t)x->n, sizeof(void *));
@@ -155,7 +175,11 @@ void pc_nodesums_destroy(pc_nodesums_t *x)
         free(x->in[i].sum);
         free(x->in[i].from);
         free(x->in[i].counted);
+        free(x->out[i].to);
     }
+    free(x->finisher);
+    free(x->finisher_round);
+    free(x->list);
     free(x->acc);
     free(x->backlog);
     free(x->peers);
@@ -191,9 +215,9 @@ static void sent(pc_engine_t *e, void *arg, int status, const MPI_Status *st)
     check_drained(x);
 }
 
-/* Sends data (a copy) with its NODESUM to the peers [from, to). */
+/* Sends data (a copy) with its NODESUM to the peers listed (indices). */
 static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint32_t flags,
-                     const unsigned char *counted, const void *sum, uint64_t back, int from, int to)
+                     const unsigned char *counted, const void *sum, uint64_t back, const int *list, int n)
 {
     const pc_backend_env_t *env = &x->env;
     size_t hb = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
@@ -214,7 +238,8 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
     h->back = back > r && back - r <= UINT32_MAX ? (uint32_t)(back - r) : 0;
     *o = (outgoing_t){x, copy, 1}; /* (held here until every send is posted) */
     int tag = sum_tag(x, r), rc = PCOLL_SUCCESS;
-    for (int i = from; i < to && rc == PCOLL_SUCCESS; i++) {
+    for (int j = 0; j < n && rc == PCOLL_SUCCESS; j++) {
+        int i = list[j];
         if (x->backlog[i] >= BACKLOG) continue; /* silent, or far behind: its node's other candidate has it */
         sending_t *one = malloc(sizeof *one);
         if (!one) {
@@ -243,17 +268,59 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
     return rc;
 }
 
+/* the index in peers of rank (-1: none) */
+static int peer_index(const pc_nodesums_t *x, int rank)
+{
+    for (int i = 0; i < x->npeers; i++)
+        if (x->peers[i] == rank) return i;
+    return -1;
+}
+
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                      const void *sum, uint64_t back)
 {
-    return send_data(x, r, NS_SUM, root, flags, counted, sum, back, 0, x->npeers);
+    /* a finisher that sent the round before knows every other node's
+     * finisher from its latest sum; after a gap (it takes a round over, or
+     * the rounds come back from the leaders' allreduce) both candidates */
+    int fresh = x->sent_next != r, n = 0;
+    round_out_t *o = &x->out[r % NSLOTS];
+    o->round = r;
+    for (int k = 0; k < x->n; k++) {
+        int f = fresh || k == x->node ? -1 : x->finisher[k], i = f >= 0 ? peer_index(x, f) : -1;
+        /* one far behind (BACKLOG) may have stopped since: both */
+        o->to[k] = i >= 0 && x->backlog[i] < BACKLOG ? f : -1;
+    }
+    for (int i = 0; i < x->npeers; i++) {
+        int to = o->to[x->nodes->node_of[x->peers[i]]];
+        if (to < 0 || to == x->peers[i]) x->list[n++] = i;
+    }
+    x->sent_next = r + 1;
+    return send_data(x, r, NS_SUM, root, flags, counted, sum, back, x->list, n);
+}
+
+int pc_nodesums_lacks(const pc_nodesums_t *x, uint64_t r, int rank)
+{
+    const round_out_t *o = &x->out[r % NSLOTS];
+    int k = rank >= 0 && rank < x->env.P ? x->nodes->node_of[rank] : x->node;
+    return k != x->node && (o->round != r || (o->to[k] >= 0 && o->to[k] != rank));
+}
+
+int pc_nodesums_resend(pc_nodesums_t *x, uint64_t r, int rank, int root, uint32_t flags, const unsigned char *counted,
+                       const void *sum, uint64_t back)
+{
+    round_out_t *o = &x->out[r % NSLOTS];
+    int i = peer_index(x, rank);
+    if (o->round != r || i < 0 || !pc_nodesums_lacks(x, r, rank)) return PCOLL_SUCCESS;
+    o->to[x->nodes->node_of[rank]] = -1; /* both have it now (or had it) */
+    pc_log(PCOLL_LOG_DEBUG, "partial ch%u: round %llu's node sum again, to rank %d (it finishes the round at its "
+           "node now)", x->env.obj->channel, (unsigned long long)r, rank);
+    return send_data(x, r, NS_SUM, root, flags, counted, sum, back, &i, 1);
 }
 
 int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total, uint64_t back)
 {
-    for (int i = 0; i < x->npeers; i++)
-        if (x->peers[i] == rank) return send_data(x, r, NS_TOTAL, -1, 0, NULL, total, back, i, i + 1);
-    return PCOLL_SUCCESS;
+    int i = peer_index(x, rank);
+    return i < 0 ? PCOLL_SUCCESS : send_data(x, r, NS_TOTAL, -1, 0, NULL, total, back, &i, 1);
 }
 
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r)
@@ -375,6 +442,10 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
     x->recvs++;
     if (h->back) x->hooks.back(x->hooks.arg, h->round + h->back);
     if (h->epoch == NS_TOTAL) return; /* an answer: this node has the record */
+    if (h->round >= x->finisher_round[node]) { /* its node's finisher now */
+        x->finisher[node] = src;
+        x->finisher_round[node] = h->round;
+    }
     x->hooks.heard(x->hooks.arg, src, h->round);
     round_in_t *s = x->closed ? NULL : round_for(x, h->round);
     if (s && !s->has_record) { /* the round's activation, for a node that has not had it */

@@ -5,14 +5,19 @@
  * node sums up by the leaders' allreduce (internode.h) until a node's
  * deputy (its second rank) finds its leader silent and takes its round
  * over, or a node hears from one that did; from then on, until the
- * nodes go back (below), each node's finisher of a round sends the node's sum to the two candidates
- * (leader and deputy: the node's two smallest ranks) of every other node,
- * directly, and adds the sums it receives to its own.  No rank of another
- * node is waited for by name, so a deputy finishes its node's rounds
- * while its leader is stopped (pc_policy_finisher_step), and the other
- * nodes take the sum from whichever of the two sends it.  A node that had
- * the round by the allreduce (its leader's run ended before the others'
- * stopped) answers a sum with its total.
+ * nodes go back (below), each node's finisher of a round sends the node's
+ * sum to every other node's finisher, directly, and adds the sums it
+ * receives to its own.  A finisher that sent the round before sends to the
+ * rank each node's latest sum came from; after a gap (it took the round
+ * over, or the rounds come back from the allreduce) to both candidates
+ * (leader and deputy: the node's two smallest ranks).  A finisher that
+ * hears a sum of round r from a rank it did not send its own sum of r to
+ * sends it again (pc_nodesums_resend), or, done with r, its total.  No
+ * rank of another node is waited for by name, so a deputy finishes its
+ * node's rounds while its leader is stopped (pc_policy_finisher_step), and
+ * the other nodes take the sum from whichever of the two sends it.  A node
+ * that had the round by the allreduce (its leader's run ended before the
+ * others' stopped) answers a sum with its total.
  *
  *   finisher of node x, round r             candidate of node y
  *   ---------------------------             -------------------
@@ -36,7 +41,8 @@
  * sum of a round it has not done (as above).
  *
  * A candidate keeps the sums it receives until its node is done with the
- * round, whoever finishes it there: a deputy that takes over has them.
+ * round, whoever finishes it there; a deputy that takes over gets the rest
+ * by the answers to its own sum.
  * Rounds in flight at a candidate: done, done + 1 and done + 2 (a node
  * sums r + 2 only after r + 1 is done there, which needed this node's sum
  * of r + 1).
@@ -82,10 +88,19 @@ void pc_nodesums_destroy(pc_nodesums_t *x);
  * sent along when > r). */
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                      const void *sum, uint64_t back);
-/* Sends round r's total (its node had it by the leaders' allreduce) to
- * rank, a candidate of another node that finishes r there (it sent its
- * node's sum): only that one, which waits for it (the other may have
- * drained by the time it would come, at the object's end). */
+/* 1 if rank (another node's candidate) may lack this node's sum of round
+ * r from this rank: it did not send it, or sent it to the node's other
+ * candidate only. */
+int pc_nodesums_lacks(const pc_nodesums_t *x, uint64_t r, int rank);
+/* Sends this node's sum of round r again, to rank, if it went to rank's
+ * node's other candidate only (rank finishes r there now: it sent its own). */
+int pc_nodesums_resend(pc_nodesums_t *x, uint64_t r, int rank, int root, uint32_t flags, const unsigned char *counted,
+                       const void *sum, uint64_t back);
+/* Sends round r's total to rank, a candidate of another node that
+ * finishes r there (it sent its node's sum) and may lack this node's sum
+ * (pc_nodesums_lacks; or its node had r by the leaders' allreduce): only
+ * that one, which waits for it (the other may have drained by the time it
+ * would come, at the object's end). */
 int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total, uint64_t back);
 /* 1 once every other node's sum of round r is here, or its total. */
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r);
