@@ -1091,7 +1091,9 @@ static int finish_across(shm_backend_t *s)
         s->sent_for = d + 1;
         did++;
     }
-    if (!pc_nodesums_ready(s->ns, d)) return did;
+    if (pc_nodesums_reduce(s->ns, d, sum_of(s, s->me, slot), atomic_load(&nc->back_at)) != 1 ||
+        !pc_nodesums_ready(s->ns, d))
+        return did;
     /* writing: nobody takes the round over from here (a short step) */
     if (!atomic_compare_exchange_strong(&nc->finisher[slot], &mine, mine | 1)) return did;
     PC_SHM_INTERLEAVE("writing the total");

@@ -13,28 +13,33 @@
 
 /* rounds done .. done + 2 may have sums here, and one slot to spare */
 #define NSLOTS 4
-/* sends to one candidate not yet received: more are skipped (a stopped
- * candidate would hold a copy of the object per round; its node's other
- * candidate has every sum, and takes a round over from a finisher that
- * lacks one: backend_shm.c).  A live finisher has received this node's sum
- * of round r before this node can send r + 2, so a healthy candidate has
- * at most two or three sends from here in flight (completions seen late) */
-#define BACKLOG 4
+/* sends of parts and chunks to one candidate not yet received: more are
+ * skipped (a stopped candidate would hold a copy of the object per round;
+ * its node's other candidate finishes the rounds, and gets what it lacks
+ * as the answer to its own part).  A live finisher has received this
+ * node's chunk of round r before this node can send its part of r + 2, so
+ * a healthy one has at most four or five sends from here in flight (a part
+ * and a chunk per round, completions seen late).  Answers (resend, total)
+ * go to one that asked: never skipped. */
+#define BACKLOG 8
 
 /* what came for one round */
 typedef struct round_in {
     uint64_t round; /* UINT64_MAX: free */
-    void **sum;     /* per node: its sum of the round (NULL: not yet; own node: never) */
+    void **part;    /* per node: its part of this node's chunk, in place (NULL: not yet; own node: never) */
     int *from;      /* per node: the rank that sent it */
-    void *total;    /* the round's total, from a node that had it (or NULL) */
-    int got;
+    unsigned char *heard; /* per node: the candidates a part came from (a mask, as round_out_t's) */
+    void *chunks;   /* the total's chunks as they come, each in place (NULL: none yet) */
+    unsigned char *has_chunk; /* per node: its chunk is in chunks (this node's: reduced here) */
+    void *total;    /* the round's whole total, from a node that had it (or NULL) */
+    int parts, got_chunks; /* other nodes' */
     int has_record, has_counted;
     int32_t root;
     uint32_t flags;
     unsigned char *counted;
 } round_in_t;
 
-/* one node sum on its way out: its copy goes once every send of it is done */
+/* one copy of data on its way out: it goes once every send of it is done */
 typedef struct outgoing {
     pc_nodesums_t *x;
     void *copy;
@@ -51,19 +56,21 @@ typedef struct sending {
 typedef struct incoming {
     pc_nodesums_t *x;
     uint64_t round;
-    int node, src, is_total;
+    int node, src;
+    uint32_t what;
     void *buf;
 } incoming_t;
 
-/* where this rank sent its node's sum of one round: per node, the rank
- * (-1: both candidates) */
+/* where this rank sent what of one round, per node: a mask of its
+ * candidates (bit 0 its leader, bit 1 its deputy; 0: not yet) */
 typedef struct round_out {
-    uint64_t round; /* UINT64_MAX: none */
-    int *to;
+    uint64_t round;           /* UINT64_MAX: none */
+    unsigned char *part_to;   /* this node's part of that node's chunk */
+    unsigned char *chunk_to;  /* this node's chunk of the total */
 } round_out_t;
 
 /* NODESUM's epoch field: what the data is */
-enum { NS_SUM = 0, NS_TOTAL = 1 };
+enum { NS_PART = 0, NS_TOTAL = 1, NS_CHUNK = 2 };
 
 struct pc_nodesums {
     pc_backend_env_t env;
@@ -75,12 +82,11 @@ struct pc_nodesums {
     int *list;          /* peers to send to (scratch) */
     round_in_t in[NSLOTS];
     round_out_t out[NSLOTS];
-    int *finisher;      /* per node: the rank its latest sum came from (-1: not known) */
+    int *finisher;      /* per node: the rank its latest part came from (-1: not known) */
     uint64_t *finisher_round; /* ... of that round */
     uint64_t sent_next; /* the round after the last one this rank sent */
     uint64_t floor;     /* rounds < floor are done here */
     int recvs, sends;   /* in flight */
-    void *acc;          /* a node-ordered total, for a node after the second */
     int closed, fins, drained;
 };
 
@@ -98,16 +104,28 @@ static int sum_tag(const pc_nodesums_t *x, uint64_t r)
     return pc_tag_chan(t, x->env.obj->channel, (uint32_t)(r % t->seq_mod), t->step_mask);
 }
 
+/* Node k's chunk of a round's data: elements [E k / n, E (k + 1) / n) of
+ * its E (the object's and the trailer). */
+static size_t chunk_at(const pc_nodesums_t *x, int k)
+{
+    return (x->env.count + PC_TRAILER) * (size_t)k / (size_t)x->n * x->env.esize;
+}
+static size_t chunk_bytes(const pc_nodesums_t *x, int k) { return chunk_at(x, k + 1) - chunk_at(x, k); }
+
+static void release(pc_nodesums_t *x, void **buf)
+{
+    if (*buf) x->env.release(x->env.owner, *buf);
+    *buf = NULL;
+}
+
 static void clear_round(pc_nodesums_t *x, round_in_t *s)
 {
-    for (int k = 0; k < x->n; k++)
-        if (s->sum[k]) {
-            x->env.release(x->env.owner, s->sum[k]);
-            s->sum[k] = NULL;
-        }
-    if (s->total) x->env.release(x->env.owner, s->total);
-    s->total = NULL;
-    s->got = 0;
+    for (int k = 0; k < x->n; k++) release(x, &s->part[k]);
+    release(x, &s->chunks);
+    release(x, &s->total);
+    memset(s->has_chunk, 0, (size_t)x->n);
+    memset(s->heard, 0, (size_t)x->n);
+    s->parts = s->got_chunks = 0;
     s->has_record = 0;
     s->round = UINT64_MAX;
 }
@@ -138,25 +156,27 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
     x->nodes = nodes;
     x->n = nodes->count;
     x->node = nodes->node_of[env->me];
-    x->peers = malloc(sizeof(int) * 2 * (size_t)x->n);
-    x->backlog = calloc(2 * (size_t)x->n, sizeof(int));
-    x->list = malloc(sizeof(int) * 2 * (size_t)x->n);
-    x->finisher = malloc(sizeof(int) * (size_t)x->n);
-    x->finisher_round = calloc((size_t)x->n, sizeof(uint64_t));
+    size_t n = (size_t)x->n;
+    x->peers = malloc(sizeof(int) * 2 * n);
+    x->backlog = calloc(2 * n, sizeof(int));
+    x->list = malloc(sizeof(int) * 2 * n);
+    x->finisher = malloc(sizeof(int) * n);
+    x->finisher_round = calloc(n, sizeof(uint64_t));
     int ok = x->peers && x->backlog && x->list && x->finisher && x->finisher_round;
     for (int k = 0; ok && k < x->n; k++) x->finisher[k] = -1;
     for (int i = 0; ok && i < NSLOTS; i++) {
-        x->out[i].round = UINT64_MAX;
-        ok = (x->out[i].to = malloc(sizeof(int) * (size_t)x->n)) != NULL;
+        round_out_t *o = &x->out[i];
+        round_in_t *s = &x->in[i];
+        o->round = s->round = UINT64_MAX;
+        o->part_to = malloc(n);
+        o->chunk_to = malloc(n);
+        s->part = calloc(n, sizeof(void *));
+        s->from = calloc(n, sizeof(int));
+        s->has_chunk = calloc(n, 1);
+        s->heard = calloc(n, 1);
+        s->counted = malloc(env->bitmap_bytes ? env->bitmap_bytes : 1);
+        ok = o->part_to && o->chunk_to && s->part && s->from && s->has_chunk && s->heard && s->counted;
     }
-    for (int i = 0; ok && i < NSLOTS; i++) {
-        x->in[i].round = UINT64_MAX;
-        x->in[i].sum = calloc((size_t)x->n, sizeof(void *));
-        x->in[i].from = calloc((size_t)x->n, sizeof(int));
-        x->in[i].counted = malloc(env->bitmap_bytes ? env->bitmap_bytes : 1);
-        ok = x->in[i].sum && x->in[i].from && x->in[i].counted;
-    }
-    if (ok && x->node >= 2) ok = (x->acc = malloc(env->bytes)) != NULL;
     if (!ok) {
         pc_nodesums_destroy(x);
         return PCOLL_ERR_NOMEM;
@@ -171,16 +191,19 @@ void pc_nodesums_destroy(pc_nodesums_t *x)
 {
     if (!x) return;
     for (int i = 0; i < NSLOTS; i++) {
-        if (x->in[i].sum) clear_round(x, &x->in[i]);
-        free(x->in[i].sum);
-        free(x->in[i].from);
-        free(x->in[i].counted);
-        free(x->out[i].to);
+        round_in_t *s = &x->in[i];
+        if (s->part && s->has_chunk && s->heard) clear_round(x, s);
+        free(s->part);
+        free(s->from);
+        free(s->has_chunk);
+        free(s->heard);
+        free(s->counted);
+        free(x->out[i].part_to);
+        free(x->out[i].chunk_to);
     }
     free(x->finisher);
     free(x->finisher_round);
     free(x->list);
-    free(x->acc);
     free(x->backlog);
     free(x->peers);
     free(x);
@@ -215,9 +238,24 @@ static void sent(pc_engine_t *e, void *arg, int status, const MPI_Status *st)
     check_drained(x);
 }
 
-/* Sends data (a copy) with its NODESUM to the peers listed (indices). */
+/* where the data of `what` from node `from` to node `to` lies, and its bytes */
+static size_t place_of(const pc_nodesums_t *x, uint32_t what, int from, int to, size_t *bytes)
+{
+    if (what == NS_TOTAL) {
+        *bytes = x->env.bytes;
+        return 0;
+    }
+    int k = what == NS_PART ? to : from; /* a part of the receiver's chunk, or the sender's chunk */
+    *bytes = chunk_bytes(x, k);
+    return chunk_at(x, k);
+}
+
+/* Sends data (a copy) with its NODESUM to the peers listed (indices in
+ * peers): to each, the bytes that `what` gives for it (an answer: also to
+ * one far behind). */
 static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint32_t flags,
-                     const unsigned char *counted, const void *sum, uint64_t back, const int *list, int n)
+                     const unsigned char *counted, const void *data, uint64_t back, const int *list, int n,
+                     int answer)
 {
     const pc_backend_env_t *env = &x->env;
     size_t hb = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
@@ -233,14 +271,16 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
     }
     /* a copy: the node's buffer becomes the total while the sends may
      * still read (a candidate of another node stopped: until it goes on) */
-    memcpy(copy, sum, env->bytes);
+    size_t mine_bytes, mine = place_of(x, what, x->node, x->node, &mine_bytes);
+    if (what == NS_CHUNK) memcpy((char *)copy + mine, (const char *)data + mine, mine_bytes);
+    else memcpy(copy, data, env->bytes);
     pc_obj_msg_fill(h, PC_MSG_NODESUM, r, root, flags, what, counted, env->bitmap_bytes);
     h->back = back > r && back - r <= UINT32_MAX ? (uint32_t)(back - r) : 0;
     *o = (outgoing_t){x, copy, 1}; /* (held here until every send is posted) */
     int tag = sum_tag(x, r), rc = PCOLL_SUCCESS;
     for (int j = 0; j < n && rc == PCOLL_SUCCESS; j++) {
         int i = list[j];
-        if (x->backlog[i] >= BACKLOG) continue; /* silent, or far behind: its node's other candidate has it */
+        if (!answer && x->backlog[i] >= BACKLOG) continue; /* silent, or far behind */
         sending_t *one = malloc(sizeof *one);
         if (!one) {
             rc = PCOLL_ERR_NOMEM;
@@ -248,8 +288,9 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
             break;
         }
         *one = (sending_t){o, i};
+        size_t bytes, at = place_of(x, what, x->node, x->nodes->node_of[x->peers[i]], &bytes);
         env->send(env->owner, x->peers[i], h, hb); /* a failure is reported there */
-        rc = pc_engine_isend(env->engine, copy, env->bytes, x->peers[i], tag, sent, one);
+        rc = pc_engine_isend(env->engine, (char *)copy + at, bytes, x->peers[i], tag, sent, one);
         if (rc != PCOLL_SUCCESS) {
             free(one);
             env->failed(env->owner, rc, "a node sum could not be sent to another node");
@@ -276,84 +317,135 @@ static int peer_index(const pc_nodesums_t *x, int rank)
     return -1;
 }
 
+/* rank's bit among its node's candidates (0: not one) */
+static unsigned bit_of(const pc_nodesums_t *x, int rank)
+{
+    int c[2], nc = pc_nodesums_candidates(x->nodes, x->nodes->node_of[rank], c);
+    for (int i = 0; i < nc; i++)
+        if (c[i] == rank) return 1u << i;
+    return 0;
+}
+
+/* Where what this rank sends of round r goes at node k: to each candidate
+ * a part of r came from; else to the one k's latest part came from, if
+ * known (from the round before) and not far behind; else to both. */
+static unsigned char targets(const pc_nodesums_t *x, int k, uint64_t r, int known)
+{
+    const round_in_t *s = &x->in[r % NSLOTS];
+    if (s->round == r && s->heard[k]) return s->heard[k];
+    int f = known ? x->finisher[k] : -1, i = f >= 0 ? peer_index(x, f) : -1;
+    return i >= 0 && x->backlog[i] < BACKLOG ? (unsigned char)bit_of(x, f) : 3; /* far behind: may have stopped */
+}
+
+/* the peers that to[] (masks per node) names; returns how many, in x->list */
+static int list_of(pc_nodesums_t *x, const unsigned char *to)
+{
+    int n = 0;
+    for (int i = 0; i < x->npeers; i++)
+        if (to[x->nodes->node_of[x->peers[i]]] & bit_of(x, x->peers[i])) x->list[n++] = i;
+    return n;
+}
+
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                      const void *sum, uint64_t back)
 {
     /* a finisher that sent the round before knows every other node's
-     * finisher from its latest sum; after a gap (it takes a round over, or
-     * the rounds come back from the leaders' allreduce) both candidates */
-    int fresh = x->sent_next != r, n = 0;
+     * finisher from its latest part; after a gap (it takes a round over,
+     * or the rounds come back from the leaders' allreduce) both candidates */
+    int known = x->sent_next == r;
     round_out_t *o = &x->out[r % NSLOTS];
     o->round = r;
     for (int k = 0; k < x->n; k++) {
-        int f = fresh || k == x->node ? -1 : x->finisher[k], i = f >= 0 ? peer_index(x, f) : -1;
-        /* one far behind (BACKLOG) may have stopped since: both */
-        o->to[k] = i >= 0 && x->backlog[i] < BACKLOG ? f : -1;
-    }
-    for (int i = 0; i < x->npeers; i++) {
-        int to = o->to[x->nodes->node_of[x->peers[i]]];
-        if (to < 0 || to == x->peers[i]) x->list[n++] = i;
+        o->part_to[k] = k == x->node ? 0 : targets(x, k, r, known);
+        o->chunk_to[k] = 0;
     }
     x->sent_next = r + 1;
-    return send_data(x, r, NS_SUM, root, flags, counted, sum, back, x->list, n);
+    return send_data(x, r, NS_PART, root, flags, counted, sum, back, x->list, list_of(x, o->part_to), 0);
+}
+
+int pc_nodesums_reduce(pc_nodesums_t *x, uint64_t r, const void *sum, uint64_t back)
+{
+    round_in_t *s = &x->in[r % NSLOTS];
+    round_out_t *o = &x->out[r % NSLOTS];
+    if (s->round != r || o->round != r) return 0;
+    if (s->has_chunk[x->node]) return 1;
+    if (!s->total && s->parts < x->n - 1) return 0;
+    if (!s->chunks && !(s->chunks = x->env.buffer(x->env.owner))) {
+        x->env.failed(x->env.owner, PCOLL_ERR_NOMEM, "no memory for a chunk of a round's total");
+        return 0;
+    }
+    size_t at = chunk_at(x, x->node), bytes = chunk_bytes(x, x->node), count = bytes / x->env.esize;
+    char *mine = (char *)s->chunks + at;
+    if (s->total) { /* a node that had the total (by the leaders' allreduce) */
+        memcpy(mine, (const char *)s->total + at, bytes);
+    } else { /* in node order, so that whoever finishes it here has it to the bit */
+#define PART_OF(k) ((k) == x->node ? (const char *)sum + at : (const char *)s->part[k] + at)
+        pc_reduce_sum(mine, PART_OF(0), PART_OF(1), count, x->env.dtype);
+        for (int k = 2; k < x->n; k++) pc_reduce_sum(mine, mine, PART_OF(k), count, x->env.dtype);
+#undef PART_OF
+    }
+    s->has_chunk[x->node] = 1;
+    /* to each node's finisher of round r: the rank(s) its part came from */
+    for (int k = 0; k < x->n; k++)
+        o->chunk_to[k] = k == x->node ? 0 : targets(x, k, r, x->finisher_round[k] == r);
+    send_data(x, r, NS_CHUNK, -1, 0, NULL, s->chunks, back, x->list, list_of(x, o->chunk_to), 0);
+    return 1;
 }
 
 int pc_nodesums_lacks(const pc_nodesums_t *x, uint64_t r, int rank)
 {
     const round_out_t *o = &x->out[r % NSLOTS];
     int k = rank >= 0 && rank < x->env.P ? x->nodes->node_of[rank] : x->node;
-    return k != x->node && (o->round != r || (o->to[k] >= 0 && o->to[k] != rank));
+    unsigned b = rank >= 0 && rank < x->env.P ? bit_of(x, rank) : 0;
+    return k != x->node && (o->round != r || !(o->part_to[k] & b) || !(o->chunk_to[k] & b));
 }
 
 int pc_nodesums_resend(pc_nodesums_t *x, uint64_t r, int rank, int root, uint32_t flags, const unsigned char *counted,
                        const void *sum, uint64_t back)
 {
     round_out_t *o = &x->out[r % NSLOTS];
-    int i = peer_index(x, rank);
-    if (o->round != r || i < 0 || !pc_nodesums_lacks(x, r, rank)) return PCOLL_SUCCESS;
-    o->to[x->nodes->node_of[rank]] = -1; /* both have it now (or had it) */
-    pc_log(PCOLL_LOG_DEBUG, "partial ch%u: round %llu's node sum again, to rank %d (it finishes the round at its "
-           "node now)", x->env.obj->channel, (unsigned long long)r, rank);
-    return send_data(x, r, NS_SUM, root, flags, counted, sum, back, &i, 1);
+    const round_in_t *s = &x->in[r % NSLOTS];
+    int i = peer_index(x, rank), rc = PCOLL_SUCCESS;
+    if (o->round != r || i < 0) return rc;
+    int k = x->nodes->node_of[rank];
+    unsigned b = bit_of(x, rank);
+    if (!(o->part_to[k] & b)) {
+        o->part_to[k] |= (unsigned char)b;
+        pc_log(PCOLL_LOG_DEBUG, "partial ch%u: round %llu's part again, to rank %d (it finishes the round at its "
+               "node now)", x->env.obj->channel, (unsigned long long)r, rank);
+        rc = send_data(x, r, NS_PART, root, flags, counted, sum, back, &i, 1, 1);
+    }
+    if (rc == PCOLL_SUCCESS && o->chunk_to[k] && !(o->chunk_to[k] & b) && s->round == r && s->chunks) {
+        o->chunk_to[k] |= (unsigned char)b;
+        pc_log(PCOLL_LOG_DEBUG, "partial ch%u: round %llu's chunk of the total again, to rank %d",
+               x->env.obj->channel, (unsigned long long)r, rank);
+        rc = send_data(x, r, NS_CHUNK, -1, 0, NULL, s->chunks, back, &i, 1, 1);
+    }
+    return rc;
 }
 
 int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total, uint64_t back)
 {
     int i = peer_index(x, rank);
-    return i < 0 ? PCOLL_SUCCESS : send_data(x, r, NS_TOTAL, -1, 0, NULL, total, back, &i, 1);
+    return i < 0 ? PCOLL_SUCCESS : send_data(x, r, NS_TOTAL, -1, 0, NULL, total, back, &i, 1, 1);
 }
 
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r)
 {
     const round_in_t *s = &x->in[r % NSLOTS];
-    return s->round == r && (s->total || s->got == x->n - 1);
+    return s->round == r && (s->total || (s->has_chunk[x->node] && s->got_chunks == x->n - 1));
 }
 
 void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum)
 {
     const round_in_t *s = &x->in[r % NSLOTS];
-    size_t count = x->env.count + PC_TRAILER;
-    pcoll_dtype_t t = x->env.dtype;
-    if (s->total) { /* a node that had the total (by the leaders' allreduce) */
-        memcpy(sum, s->total, x->env.bytes);
-        return;
-    }
-    /* in node order, so that every node has the same total to the bit
-     * (the first two in either order: a sum of two is) */
-    if (x->node <= 1) {
-        for (int k = 0; k < x->n; k++)
-            if (k != x->node) pc_reduce_sum(sum, sum, s->sum[k], count, t);
-        return;
-    }
-    pc_reduce_sum(x->acc, s->sum[0], s->sum[1], count, t);
-    for (int k = 2; k < x->n; k++) pc_reduce_sum(x->acc, x->acc, k == x->node ? sum : s->sum[k], count, t);
-    memcpy(sum, x->acc, x->env.bytes);
+    memcpy(sum, s->total ? s->total : s->chunks, x->env.bytes);
 }
 
 int pc_nodesums_by_leaders(const pc_nodesums_t *x, uint64_t r)
 {
     const round_in_t *s = &x->in[r % NSLOTS];
-    if (s->round != r || s->total || s->got != x->n - 1) return 0;
+    if (s->round != r || s->total || s->parts != x->n - 1) return 0;
     for (int k = 0; k < x->n; k++)
         if (k != x->node && s->from[k] != pc_nodes_rank(x->nodes, k, 0)) return 0;
     return 1;
@@ -368,7 +460,6 @@ int pc_nodesums_record(const pc_nodesums_t *x, uint64_t r, int *root, uint32_t *
     *counted = s->has_counted ? s->counted : NULL;
     return 1;
 }
-
 void pc_nodesums_forget(pc_nodesums_t *x, uint64_t done)
 {
     if (done <= x->floor) return;
@@ -390,17 +481,27 @@ static void received(pc_engine_t *e, void *arg, int status, const MPI_Status *st
         x->env.failed(x->env.owner, status, what);
     } else {
         round_in_t *s = x->closed ? NULL : round_for(x, in->round);
-        if (s && in->is_total && !s->total) {
+        int k = in->node;
+        if (s && in->what == NS_TOTAL && !s->total) {
             s->total = in->buf;
             in->buf = NULL;
             x->hooks.arrived(x->hooks.arg);
-        } else if (s && !in->is_total && !s->sum[in->node]) {
+        } else if (s && in->what == NS_PART && !s->part[k]) {
             /* the first of the node's (a deputy's and its leader's are the same) */
-            s->sum[in->node] = in->buf;
-            s->from[in->node] = in->src;
-            s->got++;
+            s->part[k] = in->buf;
+            s->from[k] = in->src;
+            s->parts++;
             in->buf = NULL;
             x->hooks.arrived(x->hooks.arg);
+        } else if (s && in->what == NS_CHUNK && !s->has_chunk[k] &&
+                   (s->chunks || (s->chunks = x->env.buffer(x->env.owner)))) {
+            size_t at = chunk_at(x, k);
+            memcpy((char *)s->chunks + at, (char *)in->buf + at, chunk_bytes(x, k));
+            s->has_chunk[k] = 1;
+            s->got_chunks++;
+            x->hooks.arrived(x->hooks.arg);
+        } else if (s && in->what == NS_CHUNK && !s->chunks) {
+            x->env.failed(x->env.owner, PCOLL_ERR_NOMEM, "no memory for a chunk of a round's total");
         }
     }
     if (in->buf) x->env.release(x->env.owner, in->buf);
@@ -418,7 +519,7 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
         return;
     }
     int node = src >= 0 && src < env->P ? x->nodes->node_of[src] : x->node;
-    if (node == x->node || (h->counted && bytes < sizeof *h + env->bitmap_bytes)) {
+    if (node == x->node || h->epoch > NS_CHUNK || (h->counted && bytes < sizeof *h + env->bitmap_bytes)) {
         pc_log(PCOLL_LOG_ERROR, "partial: a malformed node sum from rank %d (dropped)", src);
         return;
     }
@@ -431,8 +532,9 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory to receive a node sum");
         return;
     }
-    *in = (incoming_t){x, h->round, node, src, h->epoch == NS_TOTAL, buf};
-    int rc = pc_engine_irecv(env->engine, buf, env->bytes, src, sum_tag(x, h->round), 0, received, in);
+    *in = (incoming_t){x, h->round, node, src, h->epoch, buf};
+    size_t len, at = place_of(x, h->epoch, node, x->node, &len);
+    int rc = pc_engine_irecv(env->engine, (char *)buf + at, len, src, sum_tag(x, h->round), 0, received, in);
     if (rc != PCOLL_SUCCESS) {
         env->release(env->owner, buf);
         free(in);
@@ -441,13 +543,14 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
     }
     x->recvs++;
     if (h->back) x->hooks.back(x->hooks.arg, h->round + h->back);
-    if (h->epoch == NS_TOTAL) return; /* an answer: this node has the record */
+    if (h->epoch != NS_PART) return; /* an answer, or a chunk: this node has the record */
     if (h->round >= x->finisher_round[node]) { /* its node's finisher now */
         x->finisher[node] = src;
         x->finisher_round[node] = h->round;
     }
-    x->hooks.heard(x->hooks.arg, src, h->round);
     round_in_t *s = x->closed ? NULL : round_for(x, h->round);
+    if (s) s->heard[node] |= (unsigned char)bit_of(x, src);
+    x->hooks.heard(x->hooks.arg, src, h->round);
     if (s && !s->has_record) { /* the round's activation, for a node that has not had it */
         s->has_record = 1;
         s->root = h->root;
@@ -471,12 +574,14 @@ int pc_nodesums_close(pc_nodesums_t *x)
 void pc_nodesums_describe(const pc_nodesums_t *x, uint64_t r, pc_stall_probe_t *p)
 {
     const round_in_t *s = &x->in[r % NSLOTS];
+    int here = s->round == r;
+    if (here && s->total) return;
     for (int k = 0; k < x->n; k++) {
-        if (k == x->node || (s->round == r && s->sum[k])) continue;
+        if (k == x->node || (here && s->has_chunk[k] && (s->part[k] || s->has_chunk[x->node]))) continue;
         int c[2], nc = pc_nodesums_candidates(x->nodes, k, c);
         for (int i = 0; i < nc; i++)
             pc_probe_fallback(p, c[i],
-                              "its node's sum of the round has not arrived (it leads its node, or stands in for "
-                              "its leader; its progress thread may be stopped)");
+                              "its node's part or chunk of the round has not arrived (it leads its node, or stands "
+                              "in for its leader; its progress thread may be stopped)");
     }
 }

@@ -5,31 +5,40 @@
  * node sums up by the leaders' allreduce (internode.h) until a node's
  * deputy (its second rank) finds its leader silent and takes its round
  * over, or a node hears from one that did; from then on, until the
- * nodes go back (below), each node's finisher of a round sends the node's
- * sum to every other node's finisher, directly, and adds the sums it
- * receives to its own.  A finisher that sent the round before sends to the
- * rank each node's latest sum came from; after a gap (it took the round
- * over, or the rounds come back from the allreduce) to both candidates
- * (leader and deputy: the node's two smallest ranks).  A finisher that
- * hears a sum of round r from a rank it did not send its own sum of r to
- * sends it again (pc_nodesums_resend), or, done with r, its total.  No
- * rank of another node is waited for by name, so a deputy finishes its
- * node's rounds while its leader is stopped (pc_policy_finisher_step), and
- * the other nodes take the sum from whichever of the two sends it.  A node
- * that had the round by the allreduce (its leader's run ended before the
- * others' stopped) answers a sum with its total.
+ * nodes go back (below), the node sums are added up node to node, in
+ * chunks, by each node's finisher of the round (its leader, or the deputy
+ * standing in): the round's data is cut in one chunk per node; each
+ * finisher sends every other node's finisher that node's chunk of its node
+ * sum (its part), adds the parts of its own chunk that come up in node
+ * order (the same bits whoever does it), sends that chunk of the total to
+ * every other node's finisher, and has the total once each node's chunk
+ * came.  Each node sends and receives (n - 1) / n of the data twice, as
+ * in the leaders' allreduce.
  *
- *   finisher of node x, round r             candidate of node y
- *   ---------------------------             -------------------
- *   copy x's sum; NODESUM(r, record) -->    post the receive (the data's
- *   then the data, to each candidate        tag names r); keep the first
- *   of every other node                     sum of each node for round r;
- *                                           activate r here if it is not
- *   x's sum + each other node's, in         (the record travels with it)
- *   node order: the total; r done at x      y had r by the allreduce: its
- *                                           total to x's candidates
- *                                           (NODESUM, epoch TOTAL): x's
- *                                           total is that
+ * Nobody waits for a rank of another node by name: a finisher sends to
+ * the rank that node's latest part came from if it sent the round before;
+ * after a gap (it took the round over, or the rounds come back from the
+ * allreduce) to both of the node's candidates (leader and deputy: the
+ * node's two smallest ranks).  A finisher that hears a part of round r
+ * from a rank it did not send its own of r to sends its part and chunk
+ * again (pc_nodesums_resend), or, done with r, its total.  So a deputy
+ * finishes its node's rounds while its leader is stopped
+ * (pc_policy_finisher_step), and a node that had the round by the
+ * allreduce (its leader's run ended before the others' stopped) answers a
+ * part with its total.
+ *
+ *   finisher of node x, round r               finisher of node y
+ *   ---------------------------               ------------------
+ *   copy x's sum; NODESUM(r, PART, record)
+ *   then y's chunk of it, to y's  -------->   keep the first part per node;
+ *   finisher (or both candidates)             activate r here if it is not
+ *                                             (the record travels with it)
+ *                                  <--------  all parts of y's chunk here:
+ *   keep; the other nodes' too                add up in node order, then
+ *                                             NODESUM(r, CHUNK) to each
+ *   x's chunk likewise; every chunk           finisher
+ *   here: the total; r done at x              y had r by the allreduce:
+ *                                             NODESUM(r, TOTAL), the total
  *
  * Going back to the allreduce: node 0's leader, finishing round r after
  * a run of rounds whose every node sum came from its node's leader
@@ -83,17 +92,22 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
 void pc_nodesums_destroy(pc_nodesums_t *x);
 
 /* Sends this node's sum of round r (bytes of env, copied first) with the
- * round's record to every other node's candidates; back: the round from
+ * round's record: to every other node's finisher its part; back: the round from
  * which the node sums go back to the leaders' allreduce (0: not decided;
  * sent along when > r). */
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                      const void *sum, uint64_t back);
-/* 1 if rank (another node's candidate) may lack this node's sum of round
- * r from this rank: it did not send it, or sent it to the node's other
- * candidate only. */
+/* Once every other node's part of this node's chunk of round r is here
+ * (or the total), adds them and sum's up (in node order) and sends that
+ * chunk of the total to every other node's finisher; 1 once done. */
+int pc_nodesums_reduce(pc_nodesums_t *x, uint64_t r, const void *sum, uint64_t back);
+/* 1 if rank (another node's candidate) may lack this node's part or chunk
+ * of round r from this rank: it did not send them, or sent them to the
+ * node's other candidate only. */
 int pc_nodesums_lacks(const pc_nodesums_t *x, uint64_t r, int rank);
-/* Sends this node's sum of round r again, to rank, if it went to rank's
- * node's other candidate only (rank finishes r there now: it sent its own). */
+/* Sends this node's part and chunk of round r again, to rank, where they
+ * went to rank's node's other candidate only (rank finishes r there now:
+ * it sent its own part). */
 int pc_nodesums_resend(pc_nodesums_t *x, uint64_t r, int rank, int root, uint32_t flags, const unsigned char *counted,
                        const void *sum, uint64_t back);
 /* Sends round r's total to rank, a candidate of another node that
@@ -102,12 +116,11 @@ int pc_nodesums_resend(pc_nodesums_t *x, uint64_t r, int rank, int root, uint32_
  * that one, which waits for it (the other may have drained by the time it
  * would come, at the object's end). */
 int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total, uint64_t back);
-/* 1 once every other node's sum of round r is here, or its total. */
+/* 1 once every chunk of round r's total is here, or the total. */
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r);
-/* sum += every other node's sum of round r, in node order (or sum = the
- * total that came). */
+/* sum = round r's total. */
 void pc_nodesums_add(const pc_nodesums_t *x, uint64_t r, void *sum);
-/* 1 if every other node's sum of round r here came from its leader (its
+/* 1 if every other node's part of round r here came from its leader (its
  * smallest rank; not a total): no deputy stands in. */
 int pc_nodesums_by_leaders(const pc_nodesums_t *x, uint64_t r);
 /* The record of round r, if a sum of it came (0: none). */
