@@ -1072,9 +1072,15 @@ static int finish_across(shm_backend_t *s)
     case PC_FINISH_TAKE_OVER:
         if (!atomic_compare_exchange_strong(&nc->finisher[slot], &v, mine)) return did;
         if (!direct) enter_direct(s, d, "its leader is silent: rank", s->local[0]);
-        if (holder >= 0)
+        if (holder >= 0) {
             pc_log(PCOLL_LOG_DEBUG, "partial ch%u: rank %d, silent, finished round %llu here: taken over",
                    s->base.env.obj->channel, FINISHER_RANK(v), (unsigned long long)d);
+            /* its own limit before it is taken over in turn; and its part
+             * (again, if it held the round before): the other nodes answer
+             * with what it lacks (nodesums.h) */
+            atomic_store(&nc->finish_stuck, 0);
+            s->sent_for = 0;
+        }
         /* the deputy is kicked for each round while it stands in */
         if (atomic_load(&nc->deputy_on) != (uint64_t)s->role) atomic_store(&nc->deputy_on, (uint64_t)s->role);
         break;
