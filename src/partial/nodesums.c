@@ -15,12 +15,11 @@
 #define NSLOTS 4
 /* sends of parts and chunks to one candidate not yet received: more are
  * skipped (a stopped candidate would hold a copy of the object per round;
- * its node's other candidate finishes the rounds, and gets what it lacks
- * as the answer to its own part).  A live finisher has received this
- * node's chunk of round r before this node can send its part of r + 2, so
- * a healthy one has at most four or five sends from here in flight (a part
- * and a chunk per round, completions seen late).  Answers (resend, total)
- * go to one that asked: never skipped. */
+ * its node's other candidate finishes the rounds, and gets what was
+ * skipped as the answer to its own part).  A live candidate has received
+ * this node's part and chunk of round r before this node can send its part
+ * of r + 2, so a healthy one has at most four or five sends from here in
+ * flight (completions seen late).  Answers go to one that asked: always. */
 #define BACKLOG 8
 
 /* what came for one round */
@@ -79,12 +78,8 @@ struct pc_nodesums {
     int n, node;        /* nodes; this rank's */
     int *peers, npeers; /* every other node's candidates */
     int *backlog;       /* per peer: sends to it in flight */
-    int *list;          /* peers to send to (scratch) */
     round_in_t in[NSLOTS];
     round_out_t out[NSLOTS];
-    int *finisher;      /* per node: the rank its latest part came from (-1: not known) */
-    uint64_t *finisher_round; /* ... of that round */
-    uint64_t sent_next; /* the round after the last one this rank sent */
     uint64_t floor;     /* rounds < floor are done here */
     int recvs, sends;   /* in flight */
     int closed, fins, drained;
@@ -159,11 +154,7 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
     size_t n = (size_t)x->n;
     x->peers = malloc(sizeof(int) * 2 * n);
     x->backlog = calloc(2 * n, sizeof(int));
-    x->list = malloc(sizeof(int) * 2 * n);
-    x->finisher = malloc(sizeof(int) * n);
-    x->finisher_round = calloc(n, sizeof(uint64_t));
-    int ok = x->peers && x->backlog && x->list && x->finisher && x->finisher_round;
-    for (int k = 0; ok && k < x->n; k++) x->finisher[k] = -1;
+    int ok = x->peers && x->backlog;
     for (int i = 0; ok && i < NSLOTS; i++) {
         round_out_t *o = &x->out[i];
         round_in_t *s = &x->in[i];
@@ -201,9 +192,6 @@ void pc_nodesums_destroy(pc_nodesums_t *x)
         free(x->out[i].part_to);
         free(x->out[i].chunk_to);
     }
-    free(x->finisher);
-    free(x->finisher_round);
-    free(x->list);
     free(x->backlog);
     free(x->peers);
     free(x);
@@ -250,12 +238,21 @@ static size_t place_of(const pc_nodesums_t *x, uint32_t what, int from, int to, 
     return chunk_at(x, k);
 }
 
-/* Sends data (a copy) with its NODESUM to the peers listed (indices in
- * peers): to each, the bytes that `what` gives for it (an answer: also to
- * one far behind). */
+/* rank's bit among its node's candidates (0: not one) */
+static unsigned bit_of(const pc_nodesums_t *x, int rank)
+{
+    int c[2], nc = pc_nodesums_candidates(x->nodes, x->nodes->node_of[rank], c);
+    for (int i = 0; i < nc; i++)
+        if (c[i] == rank) return 1u << i;
+    return 0;
+}
+
+/* Sends data (a copy) with its NODESUM, to each peer the bytes that
+ * `what` gives for it: to the candidates that to[] names (masks per node;
+ * one far behind is skipped, and its bit cleared), or, with to NULL, to
+ * peers[answer] (an answer: always). */
 static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint32_t flags,
-                     const unsigned char *counted, const void *data, uint64_t back, const int *list, int n,
-                     int answer)
+                     const unsigned char *counted, const void *data, uint64_t back, unsigned char *to, int answer)
 {
     const pc_backend_env_t *env = &x->env;
     size_t hb = sizeof(pc_obj_msg_t) + (counted ? env->bitmap_bytes : 0);
@@ -278,9 +275,14 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
     h->back = back > r && back - r <= UINT32_MAX ? (uint32_t)(back - r) : 0;
     *o = (outgoing_t){x, copy, 1}; /* (held here until every send is posted) */
     int tag = sum_tag(x, r), rc = PCOLL_SUCCESS;
-    for (int j = 0; j < n && rc == PCOLL_SUCCESS; j++) {
-        int i = list[j];
-        if (!answer && x->backlog[i] >= BACKLOG) continue; /* silent, or far behind */
+    for (int i = to ? 0 : answer; i < (to ? x->npeers : answer + 1) && rc == PCOLL_SUCCESS; i++) {
+        int k = x->nodes->node_of[x->peers[i]];
+        unsigned b = bit_of(x, x->peers[i]);
+        if (to && !(to[k] & b)) continue;
+        if (to && x->backlog[i] >= BACKLOG) { /* silent, or far behind */
+            to[k] &= (unsigned char)~b;
+            continue;
+        }
         sending_t *one = malloc(sizeof *one);
         if (!one) {
             rc = PCOLL_ERR_NOMEM;
@@ -288,7 +290,7 @@ static int send_data(pc_nodesums_t *x, uint64_t r, uint32_t what, int root, uint
             break;
         }
         *one = (sending_t){o, i};
-        size_t bytes, at = place_of(x, what, x->node, x->nodes->node_of[x->peers[i]], &bytes);
+        size_t bytes, at = place_of(x, what, x->node, k, &bytes);
         env->send(env->owner, x->peers[i], h, hb); /* a failure is reported there */
         rc = pc_engine_isend(env->engine, (char *)copy + at, bytes, x->peers[i], tag, sent, one);
         if (rc != PCOLL_SUCCESS) {
@@ -317,50 +319,27 @@ static int peer_index(const pc_nodesums_t *x, int rank)
     return -1;
 }
 
-/* rank's bit among its node's candidates (0: not one) */
-static unsigned bit_of(const pc_nodesums_t *x, int rank)
-{
-    int c[2], nc = pc_nodesums_candidates(x->nodes, x->nodes->node_of[rank], c);
-    for (int i = 0; i < nc; i++)
-        if (c[i] == rank) return 1u << i;
-    return 0;
-}
 
-/* Where what this rank sends of round r goes at node k: to each candidate
- * a part of r came from; else to the one k's latest part came from, if
- * known (from the round before) and not far behind; else to both. */
-static unsigned char targets(const pc_nodesums_t *x, int k, uint64_t r, int known)
+/* Where this rank's chunk of round r goes at node k: to each candidate a
+ * part of r came from (the node's finishers of r so far), else to both. */
+static unsigned char chunk_targets(const pc_nodesums_t *x, int k, uint64_t r)
 {
     const round_in_t *s = &x->in[r % NSLOTS];
-    if (s->round == r && s->heard[k]) return s->heard[k];
-    int f = known ? x->finisher[k] : -1, i = f >= 0 ? peer_index(x, f) : -1;
-    return i >= 0 && x->backlog[i] < BACKLOG ? (unsigned char)bit_of(x, f) : 3; /* far behind: may have stopped */
-}
-
-/* the peers that to[] (masks per node) names; returns how many, in x->list */
-static int list_of(pc_nodesums_t *x, const unsigned char *to)
-{
-    int n = 0;
-    for (int i = 0; i < x->npeers; i++)
-        if (to[x->nodes->node_of[x->peers[i]]] & bit_of(x, x->peers[i])) x->list[n++] = i;
-    return n;
+    return s->round == r && s->heard[k] ? s->heard[k] : 3;
 }
 
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
                      const void *sum, uint64_t back)
 {
-    /* a finisher that sent the round before knows every other node's
-     * finisher from its latest part; after a gap (it takes a round over,
-     * or the rounds come back from the leaders' allreduce) both candidates */
-    int known = x->sent_next == r;
+    /* to both candidates of every other node: whichever finishes r there
+     * has every part (a finisher may change with every round) */
     round_out_t *o = &x->out[r % NSLOTS];
     o->round = r;
     for (int k = 0; k < x->n; k++) {
-        o->part_to[k] = k == x->node ? 0 : targets(x, k, r, known);
+        o->part_to[k] = k == x->node ? 0 : 3;
         o->chunk_to[k] = 0;
     }
-    x->sent_next = r + 1;
-    return send_data(x, r, NS_PART, root, flags, counted, sum, back, x->list, list_of(x, o->part_to), 0);
+    return send_data(x, r, NS_PART, root, flags, counted, sum, back, o->part_to, -1);
 }
 
 int pc_nodesums_reduce(pc_nodesums_t *x, uint64_t r, const void *sum, uint64_t back)
@@ -387,8 +366,8 @@ int pc_nodesums_reduce(pc_nodesums_t *x, uint64_t r, const void *sum, uint64_t b
     s->has_chunk[x->node] = 1;
     /* to each node's finisher of round r: the rank(s) its part came from */
     for (int k = 0; k < x->n; k++)
-        o->chunk_to[k] = k == x->node ? 0 : targets(x, k, r, x->finisher_round[k] == r);
-    send_data(x, r, NS_CHUNK, -1, 0, NULL, s->chunks, back, x->list, list_of(x, o->chunk_to), 0);
+        o->chunk_to[k] = k == x->node ? 0 : chunk_targets(x, k, r);
+    send_data(x, r, NS_CHUNK, -1, 0, NULL, s->chunks, back, o->chunk_to, -1);
     return 1;
 }
 
@@ -413,13 +392,13 @@ int pc_nodesums_resend(pc_nodesums_t *x, uint64_t r, int rank, int root, uint32_
         o->part_to[k] |= (unsigned char)b;
         pc_log(PCOLL_LOG_DEBUG, "partial ch%u: round %llu's part again, to rank %d (it finishes the round at its "
                "node now)", x->env.obj->channel, (unsigned long long)r, rank);
-        rc = send_data(x, r, NS_PART, root, flags, counted, sum, back, &i, 1, 1);
+        rc = send_data(x, r, NS_PART, root, flags, counted, sum, back, NULL, i);
     }
-    if (rc == PCOLL_SUCCESS && o->chunk_to[k] && !(o->chunk_to[k] & b) && s->round == r && s->chunks) {
+    if (rc == PCOLL_SUCCESS && s->round == r && s->has_chunk[x->node] && !(o->chunk_to[k] & b)) {
         o->chunk_to[k] |= (unsigned char)b;
         pc_log(PCOLL_LOG_DEBUG, "partial ch%u: round %llu's chunk of the total again, to rank %d",
                x->env.obj->channel, (unsigned long long)r, rank);
-        rc = send_data(x, r, NS_CHUNK, -1, 0, NULL, s->chunks, back, &i, 1, 1);
+        rc = send_data(x, r, NS_CHUNK, -1, 0, NULL, s->chunks, back, NULL, i);
     }
     return rc;
 }
@@ -427,7 +406,7 @@ int pc_nodesums_resend(pc_nodesums_t *x, uint64_t r, int rank, int root, uint32_
 int pc_nodesums_send_total(pc_nodesums_t *x, uint64_t r, int rank, const void *total, uint64_t back)
 {
     int i = peer_index(x, rank);
-    return i < 0 ? PCOLL_SUCCESS : send_data(x, r, NS_TOTAL, -1, 0, NULL, total, back, &i, 1, 1);
+    return i < 0 ? PCOLL_SUCCESS : send_data(x, r, NS_TOTAL, -1, 0, NULL, total, back, NULL, i);
 }
 
 int pc_nodesums_ready(const pc_nodesums_t *x, uint64_t r)
@@ -544,10 +523,6 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
     x->recvs++;
     if (h->back) x->hooks.back(x->hooks.arg, h->round + h->back);
     if (h->epoch != NS_PART) return; /* an answer, or a chunk: this node has the record */
-    if (h->round >= x->finisher_round[node]) { /* its node's finisher now */
-        x->finisher[node] = src;
-        x->finisher_round[node] = h->round;
-    }
     round_in_t *s = x->closed ? NULL : round_for(x, h->round);
     if (s) s->heard[node] |= (unsigned char)bit_of(x, src);
     x->hooks.heard(x->hooks.arg, src, h->round);

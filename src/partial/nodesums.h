@@ -12,31 +12,33 @@
  * sum (its part), adds the parts of its own chunk that come up in node
  * order (the same bits whoever does it), sends that chunk of the total to
  * every other node's finisher, and has the total once each node's chunk
- * came.  Each node sends and receives (n - 1) / n of the data twice, as
- * in the leaders' allreduce.
+ * came.  Each node sends (n - 1) / n of the data three times (its parts
+ * to two candidates per node, its chunk to one), where the leaders'
+ * allreduce sends it twice.
  *
- * Nobody waits for a rank of another node by name: a finisher sends to
- * the rank that node's latest part came from if it sent the round before;
- * after a gap (it took the round over, or the rounds come back from the
- * allreduce) to both of the node's candidates (leader and deputy: the
- * node's two smallest ranks).  A finisher that hears a part of round r
- * from a rank it did not send its own of r to sends its part and chunk
- * again (pc_nodesums_resend), or, done with r, its total.  So a deputy
- * finishes its node's rounds while its leader is stopped
- * (pc_policy_finisher_step), and a node that had the round by the
+ * Nobody waits for a rank of another node by name: the parts go to both
+ * candidates of every other node (its leader and deputy: the node's two
+ * smallest ranks), so whichever finishes the round there has them all (the
+ * finisher of a node may change from round to round, and a rank that
+ * takes a round over sends its part again); a chunk goes to each
+ * candidate of the node a part of the round came from.  A finisher that
+ * hears a part of round r from a rank it did not send its own part or
+ * chunk of r to sends them again (pc_nodesums_resend), or, done with r,
+ * its total.  So a deputy finishes its node's rounds while its leader is
+ * stopped (pc_policy_finisher_step), and a node that had the round by the
  * allreduce (its leader's run ended before the others' stopped) answers a
  * part with its total.
  *
  *   finisher of node x, round r               finisher of node y
  *   ---------------------------               ------------------
  *   copy x's sum; NODESUM(r, PART, record)
- *   then y's chunk of it, to y's  -------->   keep the first part per node;
- *   finisher (or both candidates)             activate r here if it is not
+ *   then y's chunk of it, to both -------->   keep the first part per node;
+ *   of y's candidates                         activate r here if it is not
  *                                             (the record travels with it)
  *                                  <--------  all parts of y's chunk here:
  *   keep; the other nodes' too                add up in node order, then
- *                                             NODESUM(r, CHUNK) to each
- *   x's chunk likewise; every chunk           finisher
+ *                                             NODESUM(r, CHUNK) to the
+ *   x's chunk likewise; every chunk           ranks the parts came from
  *   here: the total; r done at x              y had r by the allreduce:
  *                                             NODESUM(r, TOTAL), the total
  *
@@ -44,16 +46,16 @@
  * a run of rounds whose every node sum came from its node's leader
  * (pc_nodesums_by_leaders: no deputy stands in), decides that the node
  * sums go back to the leaders' allreduce from round b = r + 2 on, and its
- * sums of r + 1 say so (NODESUM's back field; every node needs node 0's
- * sum of r + 1 before it can sum r + 2).  A node whose leader is silent
+ * parts of r + 1 say so (NODESUM's back field; every node needs node 0's
+ * part of r + 1 before it can sum r + 2).  A node whose leader is silent
  * again goes node to node again, and so does every node that hears its
- * sum of a round it has not done (as above).
+ * part of a round it has not done (as above).
  *
- * A candidate keeps the sums it receives until its node is done with the
- * round, whoever finishes it there; a deputy that takes over gets the rest
- * by the answers to its own sum.
+ * A candidate keeps the parts and chunks it receives until its node is
+ * done with the round, whoever finishes it there; one that takes a round
+ * over gets what it lacks as the answers to its own part.
  * Rounds in flight at a candidate: done, done + 1 and done + 2 (a node
- * sums r + 2 only after r + 1 is done there, which needed this node's sum
+ * sums r + 2 only after r + 1 is done there, which needed this node's part
  * of r + 1).
  *
  * close: XFIN to every other candidate after the last round; drained once
@@ -92,7 +94,7 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
 void pc_nodesums_destroy(pc_nodesums_t *x);
 
 /* Sends this node's sum of round r (bytes of env, copied first) with the
- * round's record: to every other node's finisher its part; back: the round from
+ * round's record: to both candidates of every other node its part; back: the round from
  * which the node sums go back to the leaders' allreduce (0: not decided;
  * sent along when > r). */
 int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
