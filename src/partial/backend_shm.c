@@ -229,6 +229,7 @@ typedef struct shm_backend {
     int role;            /* 0: this node's leader, 1: its deputy, -1: neither */
     int deputy;          /* the node's deputy, local[1] (-1: none) */
     uint64_t sent_for;   /* round + 1 whose node sum this rank sent */
+    uint64_t direct_after; /* round + 2 of the last round this rank finished node to node */
     atomic_int probe_due; /* a waiting thread asks the holder to probe (nudge) */
     int to_drain;        /* at close: net and ns, until each has drained */
     int key;          /* the engine's kick key (the same at every rank; -1: none) */
@@ -1079,7 +1080,7 @@ static int finish_across(shm_backend_t *s)
              * (again, if it held the round before): the other nodes answer
              * with what it lacks (nodesums.h) */
             atomic_store(&nc->finish_stuck, 0);
-            s->sent_for = 0;
+            s->sent_for = s->direct_after = 0;
         }
         /* the deputy is kicked for each round while it stands in */
         if (atomic_load(&nc->deputy_on) != (uint64_t)s->role) atomic_store(&nc->deputy_on, (uint64_t)s->role);
@@ -1091,8 +1092,9 @@ static int finish_across(shm_backend_t *s)
     }
     if (s->sent_for != d + 1) { /* once per round, whoever held it before */
         const record_t *h = (const record_t *)s->record[slot];
-        if (pc_nodesums_send(s->ns, d, h->root, h->flags, h->has_counted ? (const unsigned char *)(h + 1) : NULL,
-                             sum_of(s, s->me, slot), atomic_load(&nc->back_at)) != PCOLL_SUCCESS)
+        if (pc_nodesums_send(s->ns, d, s->direct_after != d + 1, h->root, h->flags,
+                             h->has_counted ? (const unsigned char *)(h + 1) : NULL, sum_of(s, s->me, slot),
+                             atomic_load(&nc->back_at)) != PCOLL_SUCCESS)
             return did;
         s->sent_for = d + 1;
         did++;
@@ -1104,6 +1106,7 @@ static int finish_across(shm_backend_t *s)
     if (!atomic_compare_exchange_strong(&nc->finisher[slot], &mine, mine | 1)) return did;
     PC_SHM_INTERLEAVE("writing the total");
     pc_nodesums_add(s->ns, d, sum_of(s, s->me, slot));
+    s->direct_after = d + 2;
     decide_back(s, d);
     publish_done(s, d, 1);
     return did + 1;

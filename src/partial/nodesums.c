@@ -80,6 +80,7 @@ struct pc_nodesums {
     int *backlog;       /* per peer: sends to it in flight */
     round_in_t in[NSLOTS];
     round_out_t out[NSLOTS];
+    uint64_t *deputy_seen; /* per node: round + 1 of the latest part or chunk from its deputy */
     uint64_t floor;     /* rounds < floor are done here */
     int recvs, sends;   /* in flight */
     int closed, fins, drained;
@@ -154,7 +155,8 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
     size_t n = (size_t)x->n;
     x->peers = malloc(sizeof(int) * 2 * n);
     x->backlog = calloc(2 * n, sizeof(int));
-    int ok = x->peers && x->backlog;
+    x->deputy_seen = calloc(n, sizeof(uint64_t));
+    int ok = x->peers && x->backlog && x->deputy_seen;
     for (int i = 0; ok && i < NSLOTS; i++) {
         round_out_t *o = &x->out[i];
         round_in_t *s = &x->in[i];
@@ -192,6 +194,7 @@ void pc_nodesums_destroy(pc_nodesums_t *x)
         free(x->out[i].part_to);
         free(x->out[i].chunk_to);
     }
+    free(x->deputy_seen);
     free(x->backlog);
     free(x->peers);
     free(x);
@@ -328,15 +331,18 @@ static unsigned char chunk_targets(const pc_nodesums_t *x, int k, uint64_t r)
     return s->round == r && s->heard[k] ? s->heard[k] : 3;
 }
 
-int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
-                     const void *sum, uint64_t back)
+int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int fresh, int root, uint32_t flags,
+                     const unsigned char *counted, const void *sum, uint64_t back)
 {
-    /* to both candidates of every other node: whichever finishes r there
-     * has every part (a finisher may change with every round) */
+    /* to a node's leader, which finishes its rounds; to its deputy too if
+     * that sent a part or chunk of r or r - 1 (it stands in), or if this
+     * rank did not finish r - 1 here (it stands in, or takes over: its
+     * part reaches whoever finishes r there, which answers with what this
+     * rank lacks) */
     round_out_t *o = &x->out[r % NSLOTS];
     o->round = r;
     for (int k = 0; k < x->n; k++) {
-        o->part_to[k] = k == x->node ? 0 : 3;
+        o->part_to[k] = k == x->node ? 0 : fresh || x->deputy_seen[k] >= r ? 3 : 1;
         o->chunk_to[k] = 0;
     }
     return send_data(x, r, NS_PART, root, flags, counted, sum, back, o->part_to, -1);
@@ -522,6 +528,8 @@ void pc_nodesums_message(pc_nodesums_t *x, int src, const void *msg, size_t byte
     }
     x->recvs++;
     if (h->back) x->hooks.back(x->hooks.arg, h->round + h->back);
+    if (h->epoch != NS_TOTAL && bit_of(x, src) == 2 && x->deputy_seen[node] < h->round + 1)
+        x->deputy_seen[node] = h->round + 1;
     if (h->epoch != NS_PART) return; /* an answer, or a chunk: this node has the record */
     round_in_t *s = x->closed ? NULL : round_for(x, h->round);
     if (s) s->heard[node] |= (unsigned char)bit_of(x, src);

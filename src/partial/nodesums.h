@@ -12,16 +12,18 @@
  * sum (its part), adds the parts of its own chunk that come up in node
  * order (the same bits whoever does it), sends that chunk of the total to
  * every other node's finisher, and has the total once each node's chunk
- * came.  Each node sends (n - 1) / n of the data three times (its parts
- * to two candidates per node, its chunk to one), where the leaders'
- * allreduce sends it twice.
+ * came.  Each node sends and receives (n - 1) / n of the data twice, as
+ * in the leaders' allreduce (three times for a node whose parts go to both
+ * candidates: above).
  *
- * Nobody waits for a rank of another node by name: the parts go to both
- * candidates of every other node (its leader and deputy: the node's two
- * smallest ranks), so whichever finishes the round there has them all (the
- * finisher of a node may change from round to round, and a rank that
- * takes a round over sends its part again); a chunk goes to each
- * candidate of the node a part of the round came from.  A finisher that
+ * Nobody waits for a rank of another node by name.  A node's finisher is
+ * its leader unless its deputy stands in, so a part goes to the node's
+ * leader, and to its deputy too (the node's two smallest ranks are its
+ * candidates) if the deputy sent a part or chunk of this round or the one
+ * before, or if the sender did not finish the round before itself (it
+ * stands in, or takes over: its part reaches whoever finishes the round
+ * there).  A chunk goes to each candidate of the node a part of the round
+ * came from.  A finisher that
  * hears a part of round r from a rank it did not send its own part or
  * chunk of r to sends them again (pc_nodesums_resend), or, done with r,
  * its total.  So a deputy finishes its node's rounds while its leader is
@@ -32,8 +34,8 @@
  *   finisher of node x, round r               finisher of node y
  *   ---------------------------               ------------------
  *   copy x's sum; NODESUM(r, PART, record)
- *   then y's chunk of it, to both -------->   keep the first part per node;
- *   of y's candidates                         activate r here if it is not
+ *   then y's chunk of it, to y's  -------->   keep the first part per node;
+ *   leader (and deputy: above)                activate r here if it is not
  *                                             (the record travels with it)
  *                                  <--------  all parts of y's chunk here:
  *   keep; the other nodes' too                add up in node order, then
@@ -94,11 +96,12 @@ int pc_nodesums_create(const pc_backend_env_t *env, const pc_nodes_t *nodes, con
 void pc_nodesums_destroy(pc_nodesums_t *x);
 
 /* Sends this node's sum of round r (bytes of env, copied first) with the
- * round's record: to both candidates of every other node its part; back: the round from
+ * round's record: to every other node's finisher its part (fresh: this rank
+ * did not finish round r - 1 node to node); back: the round from
  * which the node sums go back to the leaders' allreduce (0: not decided;
  * sent along when > r). */
-int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int root, uint32_t flags, const unsigned char *counted,
-                     const void *sum, uint64_t back);
+int pc_nodesums_send(pc_nodesums_t *x, uint64_t r, int fresh, int root, uint32_t flags,
+                     const unsigned char *counted, const void *sum, uint64_t back);
 /* Once every other node's part of this node's chunk of round r is here
  * (or the total), adds them and sum's up (in node order) and sends that
  * chunk of the total to every other node's finisher; 1 once done. */
