@@ -322,7 +322,6 @@ static int peer_index(const pc_nodesums_t *x, int rank)
     return -1;
 }
 
-
 /* Where this rank's chunk of round r goes at node k: to each candidate a
  * part of r came from (the node's finishers of r so far), else to both. */
 static unsigned char chunk_targets(const pc_nodesums_t *x, int k, uint64_t r)
