@@ -312,12 +312,17 @@ static int leader_of(const shm_backend_t *s, uint64_t r, uint32_t flags, int j, 
     return members[0];
 }
 
+/* A round record's bitmap of the ranks counted as parked, or NULL */
+static const unsigned char *record_counted(const unsigned char *rec)
+{
+    return ((const record_t *)rec)->has_counted ? rec + sizeof(record_t) : NULL;
+}
+
 static int bit_of(const shm_backend_t *s, const unsigned char *rec, int rank)
 {
     (void)s;
-    const record_t *h = (const record_t *)rec;
-    const unsigned char *bits = rec + sizeof(record_t);
-    return h->has_counted && pc_bit_get(bits, rank);
+    const unsigned char *bits = record_counted(rec);
+    return bits && pc_bit_get(bits, rank);
 }
 
 static void kick(shm_backend_t *s, int rank) { s->sig.kick(s->sig.arg, rank); }
@@ -976,8 +981,7 @@ static int lead(shm_backend_t *s)
     for (; s->forwarded < a; s->forwarded++, did++) {
         const unsigned char *rec = s->record[s->forwarded % 2];
         const record_t *h = (const record_t *)rec;
-        if (pc_internode_initiated(s->net, s->forwarded, h->root, h->flags,
-                                   h->has_counted ? rec + sizeof(record_t) : NULL) < 0)
+        if (pc_internode_initiated(s->net, s->forwarded, h->root, h->flags, record_counted(rec)) < 0)
             return did;
     }
     uint64_t d = atomic_load(&s->nc->done);
@@ -1092,9 +1096,8 @@ static int finish_across(shm_backend_t *s)
     }
     if (s->sent_for != d + 1) { /* once per round, whoever held it before */
         const record_t *h = (const record_t *)s->record[slot];
-        if (pc_nodesums_send(s->ns, d, s->direct_after != d + 1, h->root, h->flags,
-                             h->has_counted ? (const unsigned char *)(h + 1) : NULL, sum_of(s, s->me, slot),
-                             atomic_load(&nc->back_at)) != PCOLL_SUCCESS)
+        if (pc_nodesums_send(s->ns, d, s->direct_after != d + 1, h->root, h->flags, record_counted(s->record[slot]),
+                             sum_of(s, s->me, slot), atomic_load(&nc->back_at)) != PCOLL_SUCCESS)
             return did;
         s->sent_for = d + 1;
         did++;
@@ -1591,8 +1594,8 @@ static void shm_heard(void *arg, int src, uint64_t r)
         enter_direct(s, r, "a node sum came from rank", src);
         if (d == r && s->sent_for == r + 1) {
             const record_t *h = (const record_t *)s->record[slot];
-            pc_nodesums_resend(s->ns, r, src, h->root, h->flags,
-                               h->has_counted ? (const unsigned char *)(h + 1) : NULL, sum_of(s, s->me, slot), back);
+            pc_nodesums_resend(s->ns, r, src, h->root, h->flags, record_counted(s->record[slot]),
+                               sum_of(s, s->me, slot), back);
         }
     } else if (d == r + 1 &&
                (atomic_load(&s->nc->allreduced[slot]) == r + 1 || pc_nodesums_lacks(s->ns, r, src))) {
