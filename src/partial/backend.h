@@ -126,9 +126,11 @@ typedef struct pc_round_done {
                               were silent when the round was summed (it did
                               not wait for them: their results were kept) */
     int catch_up;          /* the rounds' results were kept for this rank */
-    int alone;             /* the result is this rank's own latest contribution
-                              (rounds a view change skipped here): under
-                              REPLACE a result not yet collected stays */
+    int alone;             /* rounds a view change skipped here, as a group of
+                              one: the result is this rank's own latest
+                              contribution (REPLACE, AVERAGE: a result not yet
+                              collected stays) or its parts of the first of them
+                              (ACCUMULATE) */
     const int *members;    /* the last round's members (ranks, increasing) when
                               the backend's differ from pc_policy_members (a
                               view's groups), nmembers of them; NULL: the policy's */

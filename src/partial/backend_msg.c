@@ -340,10 +340,16 @@ static void try_start(msg_backend_t *m)
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the data of a round");
         return;
     }
-    void *in;
+    void *in, *held = pc_msg_view_take_held(m, r);
     int64_t contribs;
     int zero = m->pending_contribs == 0; /* nothing ever put there: contribute zeros */
-    if (env->mode == PCOLL_ACCUMULATE) {
+    if (held) { /* its parts of this round, given up at a view change: pending stays */
+        in = held;
+        int64_t a;
+        pc_trailer_get(env, held, &a, &contribs);
+        zero = 0;
+        env->release(env->owner, fresh);
+    } else if (env->mode == PCOLL_ACCUMULATE) {
         in = m->pending; /* swapped out: the round takes everything pending */
         m->pending = fresh;
         contribs = (int64_t)m->pending_contribs;

@@ -2,8 +2,7 @@
  * Rounds by messages that go on without a silent rank (PCOLL_EXCLUDE_MS):
  * views of the message backend, for objects whose rounds sum over every
  * rank (SOLO, MAJORITY, QUORUM), and GROUP objects whose rounds sum inside
- * groups, with REPLACE or AVERAGE (`skipping`; ACCUMULATE ones wait for
- * every rank).
+ * groups (`skipping`).
  *
  *   looking (a waiting application's nudge, on the token holder):
  *     the running round has waited a quarter of the limit -> PING the
@@ -47,8 +46,10 @@
  *
  *   skipping (rounds in groups): no donor, nothing kept or owed; every rank
  *   goes on from the most rounds any completed, and the rounds it missed
- *   complete as a group of one, itself (regroup.h); rounds from there form
- *   their groups over the view's ranks (the policy with P = its size).
+ *   complete as a group of one, itself (regroup.h; with ACCUMULATE, its
+ *   parts of the round it gave up, never put back: if nobody completed
+ *   that round, they are its input when it runs again); rounds from there
+ *   form their groups over the view's ranks (the policy with P = its size).
  *
  * Synchronous rounds (sync_every, flush, free) start only in a view that
  * leaves nobody out: they wait for a left-out rank to come back.  Open MPI
@@ -181,11 +182,9 @@ int pc_msg_view_init(msg_backend_t *m)
     m->view_comm = m->drained_comm = MPI_COMM_NULL;
     m->kept_round = UINT64_MAX;
     m->held_tail = &m->held;
-    /* rounds summed inside groups skip at a view change; with ACCUMULATE
-     * that could count a part twice (delivered to a group whose other
-     * members completed the round, and put back), so such objects wait */
+    /* rounds summed inside groups skip at a view change (skip) */
     m->skipping = pc_policy_in_groups(&env->policy, 0, 0);
-    m->excluding = env->exclude_ns > 0 && P >= 2 && !(m->skipping && env->mode == PCOLL_ACCUMULATE);
+    m->excluding = env->exclude_ns > 0 && P >= 2;
     m->nlive = P;
     m->live_me = env->me;
     if (!m->excluding) return PCOLL_SUCCESS;
@@ -257,6 +256,8 @@ void pc_msg_view_destroy(msg_backend_t *m)
     if (m->awaiting_go) change_free(m->awaiting_go);
     if (m->kept) env->pin(env->owner, NULL);
     if (m->kept_in) env->release(env->owner, m->kept_in);
+    if (m->left_parts) env->release(env->owner, m->left_parts);
+    if (m->held_in) env->release(env->owner, m->held_in);
     if (m->view_comm != MPI_COMM_NULL && m->view_comm != m->drained_comm) MPI_Comm_free(&m->view_comm);
 }
 
@@ -265,6 +266,14 @@ pc_sched_t *pc_msg_view_sched(msg_backend_t *m) { return m->view_sched; }
 int pc_msg_view_may_start(const msg_backend_t *m, uint32_t flags)
 {
     return m->n_left_out == 0 || !(flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE));
+}
+
+void *pc_msg_view_take_held(msg_backend_t *m, uint64_t r)
+{
+    void *held = m->held_in;
+    if (!held || m->held_round != r) return NULL;
+    m->held_in = NULL;
+    return held;
 }
 
 /* ---- rounds completed and given up ---- */
@@ -349,11 +358,19 @@ int pc_msg_view_run_done(msg_backend_t *m, pc_sched_t *s)
 /* Gives the running round up: its run is abandoned (its receives are
  * withdrawn; its sends finish when their receivers drop them, drain_left:
  * its buffers stay until then), its parts copied aside into *parts (NULL
- * if no round ran).  1 if a round ran. */
+ * if no round ran; parts held for round done, which has not run again yet,
+ * count as given up again).  1 if a round ran. */
 static int give_up(msg_backend_t *m, void **parts)
 {
     const pc_backend_env_t *env = &m->base.env;
     *parts = NULL;
+    if (!m->running && m->held_in) { /* held for round done, which has not run again yet */
+        pthread_mutex_lock(&m->lock);
+        *parts = m->held_in;
+        m->held_in = NULL;
+        pthread_mutex_unlock(&m->lock);
+        return 1;
+    }
     if (!m->running) return 0;
     given_up_t *g = malloc(sizeof *g);
     void *copy = env->buffer(env->owner);
@@ -928,7 +945,7 @@ static void deputy_check(msg_backend_t *m)
 }
 
 static void replay_held(msg_backend_t *m);
-static void skip(msg_backend_t *m, uint64_t first, uint64_t D);
+static void skip_or_hold(msg_backend_t *m, change_t *c, uint64_t D);
 
 /* A left-out rank back in a view (c): its parts of the rounds the others
  * gave up go back, and what it missed comes as one catch-up (regroup.h).
@@ -938,7 +955,7 @@ static int come_back(msg_backend_t *m, change_t *c)
     const pc_backend_env_t *env = &m->base.env;
     if (m->skipping) { /* its rounds go on from the view's (its latest contribution is pending) */
         m->left_me = 0;
-        skip(m, c->mine.done, c->plan.resume);
+        skip_or_hold(m, c, c->plan.resume);
         return 0;
     }
     int how = pc_regroup_return(c->meta.from, c->mine.done);
@@ -999,43 +1016,86 @@ static int come_back(msg_backend_t *m, change_t *c)
     return 0;
 }
 
-/* Rounds [first, D) are skipped here (rounds in groups, REPLACE or
- * AVERAGE): they complete as rounds of a group of one, this rank alone (its
- * latest contribution), so that an application waiting for one of them
- * goes on (a result it has not collected yet stays: `alone`).  Of them,
- * only `first` can have been a flush (a flush needs every rank's part, so
- * no rank completed one after it without this rank): its flag comes along,
- * or the flush call that waits for it would wait for ever. */
-static void skip(msg_backend_t *m, uint64_t first, uint64_t D)
+/* Rounds [first, D) are skipped here (rounds in groups): they complete as
+ * rounds of a group of one, this rank alone, so that an application
+ * waiting for one of them goes on (a result it has not collected yet
+ * stays: `alone`).  What that group of one holds:
+ *   REPLACE, AVERAGE: its latest contribution (still pending);
+ *   ACCUMULATE: its parts of round `first`, the round it gave up (`parts`,
+ *     NULL if none ran), and not put back: the other members of that
+ *     group may have completed the round with them, and a part put back
+ *     would reach one of them again in a later group.  So each part
+ *     reaches its own rank once and the members that completed its round
+ *     once; members that skipped the round miss it, as they miss every
+ *     other part of a round skipped.  The rounds after `first` hold none
+ *     of its parts (it had not begun them: they are still pending).
+ * Of them, only `first` can have been a flush (a flush needs every rank's
+ * part, so no rank completed one after it without this rank): its flag
+ * comes along, or the flush call that waits for it would wait for ever. */
+static void skip(msg_backend_t *m, uint64_t first, uint64_t D, const void *parts)
 {
     const pc_backend_env_t *env = &m->base.env;
-    if (first >= D) return;
     void *buf = env->buffer(env->owner);
     if (!buf) {
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the rounds a view change skipped");
         return;
     }
-    lock_pending(m);
-    int active = m->waiting_from < D, n = m->pending_contribs > 0;
-    if (n) memcpy(buf, m->pending, env->count * env->esize);
-    pthread_mutex_unlock(&m->lock);
-    if (!n) memset(buf, 0, env->count * env->esize);
+    int64_t active, n;
+    if (env->mode == PCOLL_ACCUMULATE) {
+        active = n = 0;
+        if (parts) pc_trailer_get(env, parts, &active, &n);
+        if (n > 0) memcpy(buf, parts, env->bytes);
+        else memset(buf, 0, env->bytes);
+    } else {
+        lock_pending(m);
+        active = m->waiting_from < D;
+        n = m->pending_contribs > 0;
+        if (n) memcpy(buf, m->pending, env->count * env->esize);
+        pthread_mutex_unlock(&m->lock);
+        if (!n) memset(buf, 0, env->count * env->esize);
+    }
     pc_trailer_set(env, buf, active, n);
     const act_slot_t *sl = &m->slot[first % (uint64_t)m->nslots];
     uint32_t flags = sl->round == first && sl->activated ? sl->flags & PC_ROUND_FLUSH : 0;
     int me = env->me;
     pc_round_done_t d = {.first = first, .round = D - 1, .root = me, .flags = flags, .catch_up = 1,
-                         .active_last = active, .active_min = active, .active_total = active, .contributions = n,
-                         .contributions_last = n, .alone = 1, .members = &me, .nmembers = 1};
+                         .active_last = active, .active_min = active, .active_total = active,
+                         .contributions = n, .contributions_last = n, .alone = 1, .members = &me,
+                         .nmembers = 1};
     env->completed(env->owner, &d, buf);
+}
+
+/* Rounds in groups, at a view change that goes on from round D: this
+ * rank's rounds [done, D) are skipped (skip).  With ACCUMULATE, when it
+ * gave up round D itself (nobody in the view completed it), its parts of D
+ * are held as D's input when D runs again, not put back: a member of its
+ * old group left out at this change may have completed D with them, and
+ * parts put back would reach it again in a later group.  Held, they reach
+ * the rank's new group of round D, and that member, once each. */
+static void skip_or_hold(msg_backend_t *m, change_t *c, uint64_t D)
+{
+    const pc_backend_env_t *env = &m->base.env;
+    uint64_t done = c->mine.done;
+    void *parts = c->mine.running ? c->parts : NULL;
+    if (done < D) {
+        skip(m, done, D, parts);
+    } else if (parts && env->mode == PCOLL_ACCUMULATE) {
+        pthread_mutex_lock(&m->lock);
+        m->held_in = parts;
+        m->held_round = done;
+        pthread_mutex_unlock(&m->lock);
+        c->parts = NULL;
+        PC_DEBUG("partial ch%u: holds its parts of round %llu for when it runs again", env->obj->channel,
+                 (unsigned long long)done);
+    }
 }
 
 /* A rank of the old view: its round per the plan (regroup.h). */
 static void resolve(msg_backend_t *m, change_t *c, uint64_t D)
 {
     const pc_backend_env_t *env = &m->base.env;
-    if (m->skipping) { /* rounds before D are over here (REPLACE: nothing to put back) */
-        skip(m, c->mine.done, D);
+    if (m->skipping) { /* rounds before D are over here (nothing put back: skip) */
+        skip_or_hold(m, c, D);
         return;
     }
     switch (pc_regroup_action(&c->plan, &c->mine)) {

@@ -26,14 +26,17 @@
  *                      parts of D go back, and it is owed the rounds from D
  *                      less the result of D it already has
  *
- *   rounds summed inside groups (GROUP objects, REPLACE or AVERAGE): ranks
- *   may be up to the policy's window apart, and a round's result is its
- *   group's alone, so no rank holds what another missed.  The plan skips:
+ *   rounds summed inside groups (GROUP objects): ranks may be up to the
+ *   policy's window apart, and a round's result is its group's alone, so
+ *   no rank holds what another missed.  The plan skips:
  *     D = max done over every snapshot (ranks coming back included)
- *     every rank goes on at D; the rounds [done, D) are over for it, held
- *     by nobody else (its running round given up: its contribution is
- *     still pending, as REPLACE keeps the latest; backend_msg_view.c
- *     completes them as a group of one), and nobody is owed
+ *     every rank goes on at D; the rounds [done, D) are over for it and
+ *     nobody is owed: backend_msg_view.c completes them as a group of one
+ *     (REPLACE, AVERAGE: its latest contribution, still pending;
+ *     ACCUMULATE: its parts of the running round given up).  With
+ *     ACCUMULATE parts never go back into pending (a member of the group
+ *     may have completed the round with them): a rank that gave up round D
+ *     itself holds them as D's input when D runs again
  */
 #ifndef PC_PARTIAL_REGROUP_H
 #define PC_PARTIAL_REGROUP_H

@@ -27,7 +27,16 @@
  * rounds with others after it is back (not only the group of one it gets
  * for the rounds it missed); the flush (every rank) holds every rank's last
  * contribution.  With 6 ranks or more the views (5 or 4 ranks) still form
- * groups smaller than themselves.
+ * groups smaller than themselves.  Then the same GROUP object with
+ * ACCUMULATE (rank j contributes 1 at element j at every call), whose
+ * rounds skip too: a rank's parts of the round a view change gave up are
+ * its group of one's result, or that round's parts when it runs again,
+ * never put back.  Checks: every round as
+ * above; each rank's own element adds up to CALLS over the run (each of
+ * its contributions reached it once) and no element to more; and every
+ * round's count of another rank's contributions equals that rank's own
+ * count of the same round (it completed the round too, or it skipped the
+ * round as a group of one holding those parts).
  * With the argument "pair" (P >= 4, one host): ranks 1 and 2 stop together
  * (at the same call, or as soon as the other is stopped), and nobody else:
  * the first view may leave only one of them out, and the other must not
@@ -183,16 +192,20 @@ static void check_during_stop(const double *ended_ms, const char *what)
     MPI_Bcast(r1, 2, MPI_DOUBLE, one, MPI_COMM_WORLD);
     MPI_Bcast(r2, 2, MPI_DOUBLE, coord ? 0 : 2, MPI_COMM_WORLD); /* pair: rank 2's */
     double a = r1[0] > r2[0] ? r1[0] : r2[0], b = r1[1] < r2[1] ? r1[1] : r2[1];
-    int during = 0;
-    for (int c = 0; c < CALLS; c++) during += ended_ms[c] > a && ended_ms[c] < b;
+    int during = 0, before = 0; /* before: in as long a time before the stop */
+    for (int c = 0; c < CALLS; c++) {
+        during += ended_ms[c] > a && ended_ms[c] < b;
+        before += ended_ms[c] > a - (b - a) && ended_ms[c] <= a;
+    }
     if (!stopping_rank() && b - a >= 200)
         CHECK_MSG(during >= 5, "%s: %d calls completed in the %.0f ms the stopped ranks were stopped", what, during,
                   b - a);
     int report = coord ? 1 : 0;
     if (rank == report)
-        printf("test_exclude %s %s: rank %d completed %d calls in the %.0f ms %s stopped%s\n", what,
-               coord ? "coordinator" : leader ? "leader" : "pair", rank, during, b - a,
-               coord ? "rank 0 was" : leader ? "rank 2 was" : "both ranks were",
+        printf("test_exclude %s %s: rank %d completed %d calls in the %.0f ms %s stopped, %d in as long "
+               "before%s\n",
+               what, coord ? "coordinator" : leader ? "leader" : "pair", rank, during, b - a,
+               coord ? "rank 0 was" : leader ? "rank 2 was" : "both ranks were", before,
                b - a >= 200 ? "" : " (too short to check)");
 }
 
@@ -261,11 +274,25 @@ static void run(pcoll_t *ctx, pcoll_partial_kind_t kind)
 
 /* ---- GROUP ---- */
 
+#define MAX_RECORDS (4 * CALLS)
+#define MAX_CHECKED 16 /* ranks whose elements a record keeps */
+
+/* ACCUMULATE: a round as this rank's observer saw it */
+typedef struct group_record {
+    uint64_t first, round;   /* the rounds it holds (a group of one: first..round) */
+    int alone;               /* a view change skipped them here: a group of one */
+    uint32_t members;        /* its group, a bit per rank (< 32) */
+    double val[MAX_CHECKED]; /* element j: rank j's contributions in it */
+} group_record_t;
+
 typedef struct group_watch {
     atomic_int bad;            /* rounds whose result holds another's elements */
     atomic_ullong rounds;      /* rounds seen with another rank (not synchronous) */
     atomic_ullong left_out;    /* rounds that left a rank out */
     char first[200];           /* the first bad round (written once) */
+    int accumulate;            /* keep a record of every round */
+    atomic_int nrec;
+    group_record_t rec[MAX_RECORDS];
 } group_watch_t;
 
 static void group_observer(const pcoll_round_t *r, void *arg)
@@ -286,25 +313,103 @@ static void group_observer(const pcoll_round_t *r, void *arg)
     }
     if (!r->synchronous && r->group_size >= 2) atomic_fetch_add(&w->rounds, 1);
     if (r->n_left_out > 0) atomic_fetch_add(&w->left_out, 1);
+    if (!w->accumulate) return;
+    int k = atomic_fetch_add(&w->nrec, 1);
+    if (k >= MAX_RECORDS) return; /* counted: the check fails */
+    group_record_t *g = &w->rec[k];
+    g->first = r->first_round;
+    g->round = r->round;
+    g->alone = r->catch_up && r->group_size == 1;
+    g->members = 0;
+    for (int i = 0; i < r->group_size && r->group[i] < 32; i++) g->members |= 1u << r->group[i];
+    for (int j = 0; j < MAX_CHECKED; j++) g->val[j] = j < size ? v[j] : 0;
 }
 
-static void run_group(pcoll_t *ctx)
+/* ACCUMULATE: every part of a round reached each member that completed the
+ * round with its owner's count, and its owner once, in that round or, if a
+ * view change skipped the round at the owner, as its group of one (a part
+ * put back would show as a record missing, or a count that differs).
+ * Each rank checks its own records against everyone's. */
+static void check_group_records(const group_watch_t *w)
+{
+    int n = atomic_load(&w->nrec);
+    CHECK_MSG(n <= MAX_RECORDS, "group accumulate: %d rounds, more than the %d a record holds", n, MAX_RECORDS);
+    if (n > MAX_RECORDS) n = MAX_RECORDS;
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    int bytes = n * (int)sizeof(group_record_t), total = 0;
+    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int j = 0; j < size; j++) {
+        displs[j] = total;
+        total += counts[j];
+    }
+    group_record_t *all = malloc((size_t)total + 1);
+    MPI_Allgatherv(w->rec, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+    long checked[3] = {0, 0, 0}; /* parts checked; rounds skipped here that held parts; run again */
+    for (int k = 0; k < n; k++) {
+        const group_record_t *g = &w->rec[k];
+        checked[1] += g->alone && g->val[rank] > 0;
+        if (g->alone) continue;
+        CHECK_MSG(g->first == g->round, "group accumulate: round %llu holds rounds from %llu, not alone",
+                  (unsigned long long)g->round, (unsigned long long)g->first);
+        for (int j = 0; j < size; j++) {
+            if (j == rank || !(g->members >> j & 1u)) continue;
+            const group_record_t *theirs = (const group_record_t *)((const char *)all + displs[j]), *s = NULL;
+            for (int i = 0; i < counts[j] / (int)sizeof *theirs && !s; i++)
+                if (theirs[i].first <= g->round && g->round <= theirs[i].round) s = &theirs[i];
+            if (!s) {
+                CHECK_MSG(0, "group accumulate: rank %d has no record of round %llu, which rank %d completed with it",
+                          j, (unsigned long long)g->round, rank);
+                break;
+            }
+            double want = s->alone && s->first != g->round ? 0 : s->val[j];
+            CHECK_MSG(g->val[j] == want,
+                      "group accumulate: round %llu holds %.0f of rank %d's contributions, and rank %d %.0f%s",
+                      (unsigned long long)g->round, g->val[j], j, j, want, s->alone ? " (skipped there)" : "");
+            /* (or j's run of the round was another one, without this rank:
+             * a round given up at a view change runs again in the view's
+             * groups, with the parts it had, and a rank left out at that
+             * change may have completed the first run) */
+            CHECK_MSG(s->alone || s->members == g->members || !(s->members >> rank & 1u),
+                      "group accumulate: ranks %d and %d saw round %llu's group differently (%#x, %#x)", rank, j,
+                      (unsigned long long)g->round, g->members, s->members);
+            checked[0]++;
+            checked[2] += !s->alone && s->members != g->members;
+        }
+    }
+    free(all);
+    free(counts);
+    free(displs);
+    long sum[3] = {0, 0, 0};
+    MPI_Reduce(checked, sum, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_exclude group accumulate: %ld parts of other ranks checked against their owners' records "
+               "(%ld of a round that ran again without this rank); %ld rounds skipped as a group of one held the "
+               "rank's parts (over all ranks)\n",
+               sum[0], sum[2], sum[1]);
+}
+
+static void run_group(pcoll_t *ctx, pcoll_contrib_mode_t mode)
 {
     static group_watch_t w;
+    int acc = mode == PCOLL_ACCUMULATE;
+    const char *what = acc ? "group accumulate" : "group";
     atomic_init(&w.bad, 0);
     atomic_init(&w.rounds, 0);
     atomic_init(&w.left_out, 0);
+    atomic_init(&w.nrec, 0);
+    w.accumulate = acc;
     pcoll_partial_config_t cfg;
     pcoll_partial_config_default(&cfg);
     cfg.kind = PCOLL_PARTIAL_GROUP;
     cfg.group_size = 2;
-    cfg.mode = PCOLL_REPLACE;
+    cfg.mode = mode;
     cfg.observer = group_observer;
     cfg.observer_arg = &w;
     pcoll_partial_t *p;
     CHECK_RC(pcoll_partial_create(ctx, COUNT, PCOLL_FLOAT64, &cfg, &p));
-    static double mine[COUNT], out[COUNT];
+    static double mine[COUNT], out[COUNT], total[COUNT];
     memset(mine, 0, sizeof mine);
+    memset(total, 0, sizeof total);
     pcoll_partial_info_t info;
     int stopped = stopping_rank();
     uint64_t before_back = 0;
@@ -315,13 +420,16 @@ static void run_group(pcoll_t *ctx)
             stop_self(churn ? 100 : 800);
             before_back = atomic_load(&w.rounds);
         }
-        mine[rank] = c + 1;
+        mine[rank] = acc ? 1 : c + 1;
         CHECK_RC(pcoll_partial_allreduce(p, mine, out, &info));
         ended_ms[c] = now_ms();
-        /* the call's result holds its reported group's elements only */
+        for (int j = 0; j < COUNT; j++) total[j] += out[j];
+        /* REPLACE: the call's result holds its reported group's elements
+         * only (ACCUMULATE's sums rounds of several groups: the observer
+         * checks each) */
         int in[4096] = {0};
         for (int i = 0; i < info.group_size && info.group[i] < 4096; i++) in[info.group[i]] = 1;
-        for (int j = 0; info.rounds > 0 && j < size && j < 4096; j++)
+        for (int j = 0; !acc && info.rounds > 0 && j < size && j < 4096; j++)
             if (!in[j] && out[j] != 0) {
                 CHECK_MSG(0, "group: a call's result holds %.1f of rank %d, outside its group of %d", out[j], j,
                           info.group_size);
@@ -331,24 +439,34 @@ static void run_group(pcoll_t *ctx)
         else usleep(1000);
     }
     uint64_t after_back = atomic_load(&w.rounds) - before_back;
-    check_during_stop(ended_ms, "group");
+    check_during_stop(ended_ms, what);
     CHECK_RC(pcoll_partial_flush(p, out, &info));
-    for (int j = 0; j < size; j++)
-        CHECK_MSG(out[j] == CALLS, "group: the flush holds %.1f of rank %d, not its last contribution %d", out[j], j,
+    for (int j = 0; j < COUNT; j++) total[j] += out[j];
+    if (acc) { /* each of its own contributions reached it once; nobody's more than once */
+        CHECK_MSG(total[rank] == CALLS, "group accumulate: its own element adds up to %.1f, not %d", total[rank],
                   CALLS);
-    CHECK_MSG(atomic_load(&w.bad) == 0, "group: %d rounds hold elements outside their group; first: %s",
+        for (int j = 0; j < COUNT; j++)
+            CHECK_MSG(total[j] <= (j < size ? CALLS : 0), "group accumulate: element %d adds up to %.1f", j,
+                      total[j]);
+    } else {
+        for (int j = 0; j < size; j++)
+            CHECK_MSG(out[j] == CALLS, "group: the flush holds %.1f of rank %d, not its last contribution %d", out[j],
+                      j, CALLS);
+    }
+    CHECK_MSG(atomic_load(&w.bad) == 0, "%s: %d rounds hold elements outside their group; first: %s", what,
               atomic_load(&w.bad), w.first);
     if (stopped)
-        CHECK_MSG(after_back > 0, "group: rank %d completed no round after it was back", rank);
+        CHECK_MSG(after_back > 0, "%s: rank %d completed no round after it was back", what, rank);
     else if (!churn)
-        CHECK_MSG(atomic_load(&w.left_out) > 0, "group: no round went on without the stopped rank");
+        CHECK_MSG(atomic_load(&w.left_out) > 0, "%s: no round went on without the stopped rank", what);
+    if (acc && size <= MAX_CHECKED) check_group_records(&w);
     unsigned long long lo = atomic_load(&w.left_out), all = 0;
     MPI_Reduce(&lo, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("test_exclude group%s: %llu rounds left a rank out (over all ranks); every result holds its "
+        printf("test_exclude %s%s: %llu rounds left a rank out (over all ranks); every result holds its "
                "group's contributions only\n",
-               churn ? " churn" : "", all);
-    check_given_up_finished(ctx, "group");
+               what, churn ? " churn" : "", all);
+    check_given_up_finished(ctx, what);
     CHECK_RC(pcoll_partial_free(&p));
 }
 
@@ -375,7 +493,10 @@ int main(int argc, char **argv)
     run(ctx, PCOLL_PARTIAL_SOLO);
     run(ctx, PCOLL_PARTIAL_MAJORITY);
     if (coord || leader) run(ctx, PCOLL_PARTIAL_QUORUM);
-    if (!leader) run_group(ctx);
+    if (!leader) {
+        run_group(ctx, PCOLL_REPLACE);
+        run_group(ctx, PCOLL_ACCUMULATE);
+    }
     CHECK_RC(pcoll_finalize(&ctx));
     if (rank == 0) printf("test_exclude: %ld checks passed at rank 0\n", (long)tu_checks_);
     MPI_Finalize();
