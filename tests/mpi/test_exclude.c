@@ -192,20 +192,32 @@ static void check_during_stop(const double *ended_ms, const char *what)
     MPI_Bcast(r1, 2, MPI_DOUBLE, one, MPI_COMM_WORLD);
     MPI_Bcast(r2, 2, MPI_DOUBLE, coord ? 0 : 2, MPI_COMM_WORLD); /* pair: rank 2's */
     double a = r1[0] > r2[0] ? r1[0] : r2[0], b = r1[1] < r2[1] ? r1[1] : r2[1];
-    int during = 0, before = 0; /* before: in as long a time before the stop */
+    /* calls per second while the stopped ranks were, and before: between
+     * the first and the last call that ended in each stretch (the others
+     * may finish their calls well before the stop ends) */
+    int during = 0, before = 0;
+    double t[2][2] = {{0, 0}, {0, 0}}; /* [during, before][first, last] */
     for (int c = 0; c < CALLS; c++) {
-        during += ended_ms[c] > a && ended_ms[c] < b;
-        before += ended_ms[c] > a - (b - a) && ended_ms[c] <= a;
+        int k = ended_ms[c] > a && ended_ms[c] < b ? 0 : ended_ms[c] <= a ? 1 : -1;
+        if (k < 0) continue;
+        int *n = k == 0 ? &during : &before;
+        if ((*n)++ == 0) t[k][0] = ended_ms[c];
+        t[k][1] = ended_ms[c];
+    }
+    double rate[2];
+    for (int k = 0; k < 2; k++) {
+        int n = k == 0 ? during : before;
+        rate[k] = n >= 2 && t[k][1] > t[k][0] ? (n - 1) * 1e3 / (t[k][1] - t[k][0]) : 0;
     }
     if (!stopping_rank() && b - a >= 200)
         CHECK_MSG(during >= 5, "%s: %d calls completed in the %.0f ms the stopped ranks were stopped", what, during,
                   b - a);
     int report = coord ? 1 : 0;
     if (rank == report)
-        printf("test_exclude %s %s: rank %d completed %d calls in the %.0f ms %s stopped, %d in as long "
-               "before%s\n",
+        printf("test_exclude %s %s: rank %d completed %d calls in the %.0f ms %s stopped, at %.0f calls/s "
+               "(%.0f before)%s\n",
                what, coord ? "coordinator" : leader ? "leader" : "pair", rank, during, b - a,
-               coord ? "rank 0 was" : leader ? "rank 2 was" : "both ranks were", before,
+               coord ? "rank 0 was" : leader ? "rank 2 was" : "both ranks were", rate[0], rate[1],
                b - a >= 200 ? "" : " (too short to check)");
 }
 
