@@ -1077,9 +1077,10 @@ static void skip_or_hold(msg_backend_t *m, change_t *c, uint64_t D)
     const pc_backend_env_t *env = &m->base.env;
     uint64_t done = c->mine.done;
     void *parts = c->mine.running ? c->parts : NULL;
-    if (done < D) {
+    pc_regroup_action_t a = pc_regroup_skip_action(D, &c->mine, env->mode == PCOLL_ACCUMULATE);
+    if (a == PC_REGROUP_SKIP) {
         skip(m, done, D, parts);
-    } else if (parts && env->mode == PCOLL_ACCUMULATE) {
+    } else if (a == PC_REGROUP_HOLD && parts) {
         pthread_mutex_lock(&m->lock);
         m->held_in = parts;
         m->held_round = done;
@@ -1113,7 +1114,9 @@ static void resolve(msg_backend_t *m, change_t *c, uint64_t D)
         break;
     }
     case PC_REGROUP_PUT_BACK: put_back(m, c->parts); break;
-    case PC_REGROUP_NOTHING: break;
+    case PC_REGROUP_NOTHING:
+    case PC_REGROUP_SKIP: /* (rounds in groups: skip_or_hold) */
+    case PC_REGROUP_HOLD: break;
     }
 }
 

@@ -63,6 +63,10 @@ typedef enum pc_regroup_action {
     PC_REGROUP_NOTHING,  /* done = D, no round running */
     PC_REGROUP_RECEIVE,  /* done = D - 1: gets round D - 1's result from the donor */
     PC_REGROUP_PUT_BACK, /* done = D, round D given up: its parts go back */
+    /* rounds in groups (pc_regroup_skip_action): */
+    PC_REGROUP_SKIP,     /* done < D: rounds [done, D) complete as a group of one */
+    PC_REGROUP_HOLD,     /* done = D, round D given up, ACCUMULATE: its parts are
+                            D's input when D runs again (never put back) */
 } pc_regroup_action_t;
 
 /* The plan over n snapshots (the ranks not left out).  0, or -1 if they
@@ -114,6 +118,15 @@ static inline int pc_regroup_plan_skip(const pc_regroup_snap_t *s, int n, pc_reg
     out->activated = act > D ? act : D;
     out->donor = -1;
     return 0;
+}
+
+/* What a rank does with its rounds at a view change of rounds in groups
+ * that goes on from D (a rank coming back too): SKIP, HOLD (accumulate:
+ * ACCUMULATE mode) or NOTHING. */
+static inline pc_regroup_action_t pc_regroup_skip_action(uint64_t D, const pc_regroup_snap_t *s, int accumulate)
+{
+    if (s->done < D) return PC_REGROUP_SKIP;
+    return accumulate && s->running ? PC_REGROUP_HOLD : PC_REGROUP_NOTHING;
 }
 
 /* A left-out rank coming back (done_x) to a view whose others left it out

@@ -133,6 +133,22 @@ static void skipping(void)
     }
 }
 
+/* rounds in groups: skip the rounds behind D, hold round D's parts
+ * (ACCUMULATE), else nothing */
+static void skip_actions(void)
+{
+    for (uint64_t D = 1; D < 6; D++)
+        for (uint64_t done = 0; done <= D; done++)
+            for (int running = 0; running < 2; running++)
+                for (int acc = 0; acc < 2; acc++) {
+                    pc_regroup_snap_t s = {.done = done, .activated = D, .running = running};
+                    pc_regroup_action_t want = done < D                ? PC_REGROUP_SKIP
+                                               : acc && running ? PC_REGROUP_HOLD
+                                                                : PC_REGROUP_NOTHING;
+                    CHECK(pc_regroup_skip_action(D, &s, acc) == want);
+                }
+}
+
 int main(void)
 {
     for (int n = 1; n <= 8; n++)
@@ -141,6 +157,7 @@ int main(void)
     inconsistent();
     coming_back();
     skipping();
+    skip_actions();
     printf("test_regroup: %ld checks passed\n", checks);
     return 0;
 }
