@@ -340,13 +340,13 @@ static void try_start(msg_backend_t *m)
         env->failed(env->owner, PCOLL_ERR_NOMEM, "no memory for the data of a round");
         return;
     }
-    void *in, *held = pc_msg_view_take_held(m, r);
+    void *in, *rerun = m->rerun_parts ? pc_msg_view_take_rerun_parts(m, r) : NULL;
     int64_t contribs;
     int zero = m->pending_contribs == 0; /* nothing ever put there: contribute zeros */
-    if (held) { /* its parts of this round, given up at a view change: pending stays */
-        in = held;
+    if (rerun) { /* its parts of this round, given up at a view change: pending stays */
+        in = rerun;
         int64_t a;
-        pc_trailer_get(env, held, &a, &contribs);
+        pc_trailer_get(env, rerun, &a, &contribs);
         zero = 0;
         env->release(env->owner, fresh);
     } else if (env->mode == PCOLL_ACCUMULATE) {

@@ -130,11 +130,6 @@ typedef struct msg_backend {
     int left_keeper;
     pc_regroup_snap_t left_snap; /* its rounds when it was left out */
     void *left_parts;          /* and the parts of the round it gave up (a copy) */
-    void *held_in;             /* rounds in groups, ACCUMULATE: its parts of round
-                                  held_round, given up at a view change that goes
-                                  on from that round: its input when it runs again
-                                  (never put back into pending) */
-    uint64_t held_round;
     const void *kept;          /* the last completed round's result (pinned: env.pin) */
     void *kept_in;             /* and its parts */
     uint64_t kept_round;       /* which (UINT64_MAX: none) */
@@ -149,6 +144,11 @@ typedef struct msg_backend {
     held_msg_t *held, **held_tail;
     atomic_int look_posted;
     pc_task_t look_task;
+    void *rerun_parts;         /* rounds in groups, ACCUMULATE: its parts of round
+                                  rerun_round, given up at a view change that goes
+                                  on from that round: its input when it runs again
+                                  (never put back into pending; holder) */
+    uint64_t rerun_round;
 } msg_backend_t;
 
 static inline msg_backend_t *pc_msg_of(pc_backend_t *b) { return (msg_backend_t *)b; }
@@ -183,9 +183,9 @@ void pc_msg_view_completed(msg_backend_t *m, uint64_t r, uint32_t flags, int roo
 pc_sched_t *pc_msg_view_sched(msg_backend_t *m);
 /* Whether a round with these flags may start in this view. */
 int pc_msg_view_may_start(const msg_backend_t *m, uint32_t flags);
-/* The parts this rank holds for round r (held_in), handed over, or NULL:
- * the round's input instead of what is pending.  Called under m->lock. */
-void *pc_msg_view_take_held(msg_backend_t *m, uint64_t r);
+/* The parts this rank holds for round r (rerun_parts), handed over, or NULL:
+ * the round's input instead of what is pending.  Holder, under m->lock. */
+void *pc_msg_view_take_rerun_parts(msg_backend_t *m, uint64_t r);
 /* Whether a run of s was given up and may still have messages out (then s
  * is never freed). */
 int pc_msg_view_run_out(const msg_backend_t *m, const pc_sched_t *s);

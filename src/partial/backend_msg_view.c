@@ -257,7 +257,7 @@ void pc_msg_view_destroy(msg_backend_t *m)
     if (m->kept) env->pin(env->owner, NULL);
     if (m->kept_in) env->release(env->owner, m->kept_in);
     if (m->left_parts) env->release(env->owner, m->left_parts);
-    if (m->held_in) env->release(env->owner, m->held_in);
+    if (m->rerun_parts) env->release(env->owner, m->rerun_parts);
     if (m->view_comm != MPI_COMM_NULL && m->view_comm != m->drained_comm) MPI_Comm_free(&m->view_comm);
 }
 
@@ -268,12 +268,12 @@ int pc_msg_view_may_start(const msg_backend_t *m, uint32_t flags)
     return m->n_left_out == 0 || !(flags & (PC_ROUND_SYNC | PC_ROUND_FLUSH | PC_ROUND_FREE));
 }
 
-void *pc_msg_view_take_held(msg_backend_t *m, uint64_t r)
+void *pc_msg_view_take_rerun_parts(msg_backend_t *m, uint64_t r)
 {
-    void *held = m->held_in;
-    if (!held || m->held_round != r) return NULL;
-    m->held_in = NULL;
-    return held;
+    void *parts = m->rerun_parts;
+    if (!parts || m->rerun_round != r) return NULL;
+    m->rerun_parts = NULL;
+    return parts;
 }
 
 /* ---- rounds completed and given up ---- */
@@ -364,10 +364,10 @@ static int give_up(msg_backend_t *m, void **parts)
 {
     const pc_backend_env_t *env = &m->base.env;
     *parts = NULL;
-    if (!m->running && m->held_in) { /* held for round done, which has not run again yet */
+    if (!m->running && m->rerun_parts) { /* held for round done, which has not run again yet */
         pthread_mutex_lock(&m->lock);
-        *parts = m->held_in;
-        m->held_in = NULL;
+        *parts = m->rerun_parts;
+        m->rerun_parts = NULL;
         pthread_mutex_unlock(&m->lock);
         return 1;
     }
@@ -1082,8 +1082,8 @@ static void skip_or_hold(msg_backend_t *m, change_t *c, uint64_t D)
         skip(m, done, D, parts);
     } else if (a == PC_REGROUP_HOLD && parts) {
         pthread_mutex_lock(&m->lock);
-        m->held_in = parts;
-        m->held_round = done;
+        m->rerun_parts = parts;
+        m->rerun_round = done;
         pthread_mutex_unlock(&m->lock);
         c->parts = NULL;
         PC_DEBUG("partial ch%u: holds its parts of round %llu for when it runs again", env->obj->channel,
