@@ -13,8 +13,8 @@
  * order (the same bits whoever does it), sends that chunk of the total to
  * every other node's finisher, and has the total once each node's chunk
  * came.  Each node sends and receives (n - 1) / n of the data twice, as
- * in the leaders' allreduce (three times for a node whose parts go to both
- * candidates: above).
+ * in the leaders' allreduce (it receives parts three times over when its
+ * parts go to both its candidates: below).
  *
  * Nobody waits for a rank of another node by name.  A node's finisher is
  * its leader unless its deputy stands in, so a part goes to the node's
@@ -23,13 +23,12 @@
  * before, or if the sender did not finish the round before itself (it
  * stands in, or takes over: its part reaches whoever finishes the round
  * there).  A chunk goes to each candidate of the node a part of the round
- * came from.  A finisher that
- * hears a part of round r from a rank it did not send its own part or
- * chunk of r to sends them again (pc_nodesums_resend), or, done with r,
- * its total.  So a deputy finishes its node's rounds while its leader is
- * stopped (pc_policy_finisher_step), and a node that had the round by the
- * allreduce (its leader's run ended before the others' stopped) answers a
- * part with its total.
+ * came from.  A finisher that hears a part of round r from a rank it did
+ * not send its own part or chunk of r to sends them again
+ * (pc_nodesums_resend), or, done with r, its total.  So a deputy finishes
+ * its node's rounds while its leader is stopped (pc_policy_finisher_step),
+ * and a node that had the round by the allreduce (its leader's run ended
+ * before the others' stopped) answers a part with its total.
  *
  *   finisher of node x, round r               finisher of node y
  *   ---------------------------               ------------------
